@@ -1,0 +1,39 @@
+# Two entry points (see README): `make demo` and `make test`. Each creates .venv if missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench schema clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.demo: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[demo]'
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.demo
+
+demo: $(VENV)/.demo
+	$(BIN)/python -m examples.shop cassettes/refund-4812.cassette
+	$(BIN)/replay show cassettes/refund-4812.cassette
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check recorder replay tests bench examples
+	$(BIN)/ruff format --check recorder replay tests bench examples
+	$(BIN)/mypy
+
+test: $(VENV)/.dev lint
+	$(BIN)/pytest
+
+bench: $(VENV)/.dev
+	$(BIN)/python -m bench
+
+schema: $(VENV)/.dev
+	$(BIN)/python -m recorder._schema > recorder/cassette.schema.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info

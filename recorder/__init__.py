@@ -1,0 +1,88 @@
+"""Record agent sessions into cassettes: HTTP/LLM traffic, tool calls, world deltas.
+
+```python
+from recorder import record, tool
+
+with record("cassettes/refund.cassette", world=conn, case_id="refund-4812") as rec:
+    run_agent(...)  # unmodified: httpx, openai, anthropic and requests calls are captured
+```
+
+The public API is what ``__all__`` lists; every other module is private.
+"""
+
+from ._errors import (
+    CassetteCorrupt,
+    CassetteError,
+    CassetteNotFound,
+    CassetteVersionUnsupported,
+    ConfigError,
+    FixtureUnsupported,
+    ReplayError,
+    ToolSchemaError,
+)
+from ._llm import LlmCall, LlmToolCall, llm_call
+from ._playback import Playback, playback
+from ._reader import Cassette, read_cassette
+from ._recording import Recording, __version__, record
+from ._redact import PLACEHOLDER, Redaction
+from ._schema import (
+    FORMAT_VERSION,
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Footer,
+    Header,
+    HttpEvent,
+    HttpRequest,
+    HttpResponse,
+    Pins,
+    RowChange,
+    Timings,
+    ToolEvent,
+    Usage,
+    WarningEvent,
+    WorldDelta,
+)
+from ._tools import Tool, tool, tool_schema_hash
+
+__all__ = [
+    "FORMAT_VERSION",
+    "PLACEHOLDER",
+    "Cassette",
+    "CassetteCorrupt",
+    "CassetteError",
+    "CassetteNotFound",
+    "CassetteVersionUnsupported",
+    "ConfigError",
+    "ErrorEvent",
+    "ErrorInfo",
+    "Event",
+    "FixtureUnsupported",
+    "Footer",
+    "Header",
+    "HttpEvent",
+    "HttpRequest",
+    "HttpResponse",
+    "LlmCall",
+    "LlmToolCall",
+    "Pins",
+    "Playback",
+    "Recording",
+    "Redaction",
+    "ReplayError",
+    "RowChange",
+    "Timings",
+    "Tool",
+    "ToolEvent",
+    "ToolSchemaError",
+    "Usage",
+    "WarningEvent",
+    "WorldDelta",
+    "__version__",
+    "llm_call",
+    "playback",
+    "read_cassette",
+    "record",
+    "tool",
+    "tool_schema_hash",
+]

@@ -1,0 +1,91 @@
+"""The one exception tree of agent-replay (recorder and replay alike).
+
+```
+ReplayError
+├─ CassetteError
+│   ├─ CassetteNotFound (+FileNotFoundError)
+│   ├─ CassetteCorrupt
+│   └─ CassetteVersionUnsupported
+├─ FixtureUnsupported          replay met a call the cassette cannot answer
+├─ ToolSchemaError (+TypeError) a tool's signature cannot become a JSON schema
+└─ ConfigError                 bad settings (redaction paths, pins, ...)
+```
+
+Misuse of the API raises builtin ``TypeError``/``ValueError``; everything the
+user can fix by changing a file or a setting raises a ``ReplayError`` whose
+message names the file and says what to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ReplayError(Exception):
+    """Base class of every error agent-replay raises on purpose."""
+
+
+class ConfigError(ReplayError):
+    """A setting is invalid."""
+
+
+class CassetteError(ReplayError):
+    """A cassette cannot be read or written.
+
+    Attributes:
+        path: The cassette file concerned.
+    """
+
+    def __init__(self, message: str, *, path: str | Path) -> None:
+        self.path = Path(path)
+        super().__init__(f"{self.path}: {message}")
+
+
+class CassetteNotFound(CassetteError, FileNotFoundError):
+    """The cassette file does not exist."""
+
+    def __init__(self, *, path: str | Path) -> None:
+        super().__init__("no such cassette; check the path", path=path)
+
+
+class CassetteCorrupt(CassetteError):
+    """The file is not a cassette, or its bytes are damaged beyond a truncated tail."""
+
+
+class CassetteVersionUnsupported(CassetteError):
+    """The cassette was written in a format version this release cannot read.
+
+    Attributes:
+        version: The version found in the file.
+    """
+
+    def __init__(self, *, path: str | Path, version: int, supported: tuple[int, ...]) -> None:
+        self.version = version
+        known = ", ".join(str(v) for v in supported)
+        super().__init__(
+            f"cassette format version {version} is not supported (this release reads {known}); "
+            "upgrade agent-replay or re-record the cassette",
+            path=path,
+        )
+
+
+class FixtureUnsupported(ReplayError):
+    """Playback met a request the cassette holds no answer for.
+
+    Never answered with a "close" recording: the trial's verdict becomes
+    ``unsupported``.
+
+    Attributes:
+        request: A one-line description of the unmatched request.
+        nearest: A description of the nearest recorded request, if any.
+    """
+
+    def __init__(self, *, request: str, nearest: str | None = None) -> None:
+        self.request = request
+        self.nearest = nearest
+        hint = f"; nearest recorded: {nearest}" if nearest else "; the cassette has no such call"
+        super().__init__(f"fixture unsupported: {request}{hint}")
+
+
+class ToolSchemaError(ReplayError, TypeError):
+    """A tool's signature cannot be turned into a JSON schema."""

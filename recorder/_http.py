@@ -1,0 +1,188 @@
+"""httpx/httpx2 interception at the transport seam, streaming-aware.
+
+The transports' ``handle_request``/``handle_async_request`` are patched while a
+session is active (see ``_session``). Recording passes every body chunk
+through the moment it arrives (a tee) and writes the exchange when the body
+ends; playback answers from the cassette with the recorded chunks. vcrpy's
+own httpx stub reads a streamed body to the end before returning it and
+replays it as one chunk, which is why httpx does not go through vcrpy.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import ModuleType
+from typing import Any
+from unittest import mock
+
+from ._playback import Playback
+from ._schema import HttpRequest, HttpResponse
+from ._session import current_session
+
+Done = Callable[[list[bytes], BaseException | None], None]
+
+MODULES = ("httpx", "httpx2")
+
+
+def httpx_patches() -> list[Any]:
+    """Return the patches (context managers) for every httpx flavour installed."""
+    patches = []
+    for name in MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        for cls in (mod.HTTPTransport, mod.MockTransport):
+            patches.append(mock.patch.object(cls, "handle_request", _sync(mod, cls.handle_request)))
+        for cls in (mod.AsyncHTTPTransport, mod.MockTransport):
+            original = cls.handle_async_request
+            patches.append(mock.patch.object(cls, "handle_async_request", _async(mod, original)))
+    return patches
+
+
+def _request(mod: ModuleType, request: Any, body: bytes) -> HttpRequest:
+    return HttpRequest(
+        method=request.method,
+        url=str(request.url),
+        headers=[(k.lower(), v) for k, v in request.headers.multi_items()],
+        body=body,
+    )
+
+
+def _replayed(mod: ModuleType, recorded: HttpResponse) -> Any:
+    return mod.Response(
+        recorded.status,
+        headers=recorded.headers,
+        stream=_classes(mod)[2](recorded.chunks),
+        extensions={"http_version": b"HTTP/1.1"},
+    )
+
+
+def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
+    via = mod.__name__
+
+    @functools.wraps(original)
+    def handle_request(transport: Any, request: Any) -> Any:
+        session = current_session()
+        if session is None:
+            return original(transport, request)
+        req = _request(mod, request, request.read())
+        if isinstance(session, Playback):
+            return _replayed(mod, session.respond(req, via=via))
+        recorder = session
+        t0 = recorder.now()
+        try:
+            response = original(transport, request)
+        except Exception as exc:
+            recorder.record_http(via, req, t0, None, None, [], exc)
+            raise
+        ttfb = recorder.now() - t0
+        head = (response.status_code, list(response.headers.multi_items()))
+        done: Done = functools.partial(recorder.record_http, via, req, t0, ttfb, head)
+        if hasattr(response, "_content"):  # built with content= (MockTransport): already whole
+            done([response.content] if response.content else [], None)
+        else:
+            response.stream = _classes(mod)[0](response.stream, recorder.track(done))
+        return response
+
+    return handle_request
+
+
+def _async(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
+    via = mod.__name__
+
+    @functools.wraps(original)
+    async def handle_async_request(transport: Any, request: Any) -> Any:
+        session = current_session()
+        if session is None:
+            return await original(transport, request)
+        req = _request(mod, request, await request.aread())
+        if isinstance(session, Playback):
+            return _replayed(mod, session.respond(req, via=via))
+        recorder = session
+        t0 = recorder.now()
+        try:
+            response = await original(transport, request)
+        except Exception as exc:
+            recorder.record_http(via, req, t0, None, None, [], exc)
+            raise
+        ttfb = recorder.now() - t0
+        head = (response.status_code, list(response.headers.multi_items()))
+        done: Done = functools.partial(recorder.record_http, via, req, t0, ttfb, head)
+        if hasattr(response, "_content"):  # built with content= (MockTransport): already whole
+            done([response.content] if response.content else [], None)
+        else:
+            response.stream = _classes(mod)[1](response.stream, recorder.track(done))
+        return response
+
+    return handle_async_request
+
+
+@functools.cache
+def _classes(mod: ModuleType) -> tuple[type, type, type]:
+    """Build the tee and replay stream classes for one httpx flavour.
+
+    The client asserts its response stream is that flavour's
+    ``SyncByteStream``/``AsyncByteStream``, so the classes subclass them.
+    """
+
+    class SyncTee(mod.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, done: Done) -> None:
+            self._inner, self._done = inner, done
+            self._chunks: list[bytes] = []
+
+        def __iter__(self) -> Iterator[bytes]:
+            try:
+                for chunk in self._inner:
+                    self._chunks.append(chunk)
+                    yield chunk
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                self._done(self._chunks, exc)
+                raise
+            self._done(self._chunks, None)
+
+        def close(self) -> None:
+            try:
+                self._inner.close()
+            finally:
+                self._done(self._chunks, None)
+
+    class AsyncTee(mod.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, done: Done) -> None:
+            self._inner, self._done = inner, done
+            self._chunks: list[bytes] = []
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                async for chunk in self._inner:
+                    self._chunks.append(chunk)
+                    yield chunk
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                self._done(self._chunks, exc)
+                raise
+            self._done(self._chunks, None)
+
+        async def aclose(self) -> None:
+            try:
+                await self._inner.aclose()
+            finally:
+                self._done(self._chunks, None)
+
+    class Chunks(mod.SyncByteStream, mod.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, chunks: list[bytes]) -> None:
+            self._chunks = chunks
+
+        def __iter__(self) -> Iterator[bytes]:
+            yield from self._chunks
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in self._chunks:
+                yield chunk
+
+    return SyncTee, AsyncTee, Chunks

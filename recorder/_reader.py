@@ -1,0 +1,126 @@
+"""Reading cassettes: version gate first, complete records kept, a cut tail reported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ._codec import DecodeError, decode
+from ._derive import footer_for
+from ._errors import CassetteCorrupt, CassetteNotFound, CassetteVersionUnsupported
+from ._schema import (
+    READABLE_VERSIONS,
+    RECORD_ADAPTER,
+    Event,
+    Footer,
+    Header,
+    Pins,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cassette:
+    """A cassette read back: header, events in order, and the footer if it was written."""
+
+    path: Path
+    header: Header
+    events: list[Event]
+    footer: Footer | None
+    truncation: str | None
+    """Why the cassette is incomplete (no footer or a cut record), or None if complete."""
+
+    @property
+    def complete(self) -> bool:
+        """Whether the recording was closed properly."""
+        return self.truncation is None
+
+    def summary(self) -> Footer:
+        """Return the footer, or for a cut cassette, one derived from the events it kept."""
+        if self.footer is not None:
+            return self.footer
+        return footer_for(
+            self.events,
+            base_pins=self.header.pins,
+            status="error",
+            total=max((e.t + getattr(e, "duration", 0.0) for e in self.events), default=0.0),
+            final_answer=None,
+            world_attached=self.header.fixture_hash is not None,
+        )
+
+    @property
+    def pins(self) -> Pins:
+        """Complete pins: the footer's, or derived from the events of a cut cassette."""
+        return self.summary().pins
+
+
+def read_cassette(path: str | Path) -> Cassette:
+    """Read a cassette file.
+
+    A cassette cut short (a killed process) reads back every complete record
+    and says so in ``truncation``; it never raises for that.
+
+    Raises:
+        CassetteNotFound: No file at ``path``.
+        CassetteCorrupt: The file is not a cassette or its content is damaged.
+        CassetteVersionUnsupported: The file's format version is unknown here.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CassetteNotFound(path=path) from None
+    except IsADirectoryError:
+        raise CassetteCorrupt("is a directory, not a cassette file", path=path) from None
+    try:
+        decoded = decode(data)
+    except DecodeError as exc:
+        raise CassetteCorrupt(str(exc), path=path) from None
+    records = decoded.records
+    if not records:
+        raise CassetteCorrupt(
+            "holds no complete header: the recording was cut before it started", path=path
+        )
+    first = records[0]
+    if first.get("kind") != "header":
+        raise CassetteCorrupt("does not start with a header record", path=path)
+    version = first.get("version")
+    if version not in READABLE_VERSIONS:
+        raise CassetteVersionUnsupported(
+            path=path,
+            version=version if isinstance(version, int) else -1,
+            supported=READABLE_VERSIONS,
+        )
+    header: Header | None = None
+    events: list[Event] = []
+    footer: Footer | None = None
+    validate = RECORD_ADAPTER.validate_python
+    for index, raw in enumerate(records):
+        try:
+            record = validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise CassetteCorrupt(
+                f"record {index} is invalid: {where}: {err['msg']}", path=path
+            ) from None
+        if footer is not None:
+            raise CassetteCorrupt(f"record {index} follows the footer", path=path)
+        if isinstance(record, Header):
+            if header is not None:
+                raise CassetteCorrupt(f"record {index} is a second header", path=path)
+            header = record
+        elif isinstance(record, Footer):
+            footer = record
+        else:
+            events.append(record)
+    assert header is not None
+    truncation = None
+    if footer is None:
+        cut = f" and a cut record of {decoded.tail_bytes} bytes" if decoded.tail_bytes else ""
+        truncation = (
+            f"recording was cut short: {len(events)} complete events{cut}, no footer "
+            "(the process was killed or crashed)"
+        )
+    return Cassette(path=path, header=header, events=events, footer=footer, truncation=truncation)

@@ -1,0 +1,291 @@
+"""The recording session: ``with record(path, ...) as rec:`` around agent code."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from . import _session
+from ._capture import ChangeCapture, world_hash
+from ._derive import footer_for
+from ._redact import Redaction
+from ._schema import (
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Header,
+    HttpEvent,
+    HttpRequest,
+    HttpResponse,
+    Pins,
+    ToolEvent,
+    WarningEvent,
+    WorldDelta,
+)
+from ._writer import CassetteWriter
+
+__version__ = "0.1.0"
+
+Done = Callable[[list[bytes], BaseException | None], None]
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """Describe an exception for a cassette."""
+    cls = type(exc)
+    return ErrorInfo(
+        type=f"{cls.__module__}.{cls.__qualname__}",
+        message=str(exc),
+        traceback="".join(traceback.format_exception(cls, exc, exc.__traceback__)) or None,
+    )
+
+
+def git_version(cwd: Path | None = None) -> str | None:
+    """Return the git commit of ``cwd`` (with ``-dirty`` if modified), or None."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{commit}-dirty" if dirty else commit or None
+
+
+class Recording:
+    """One trial being recorded into one cassette. Create it with ``record()``.
+
+    Every LLM/HTTP exchange made through httpx, httpx2 (the official OpenAI
+    and Anthropic SDKs), requests or urllib3, and every call of a ``@tool``
+    function, is appended to the cassette as it completes. An exception
+    escaping the block is recorded as an error event, the cassette is
+    closed with a footer, and the exception propagates.
+    """
+
+    playback = False
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        case_id: str | None = None,
+        trial: int | None = None,
+        pins: Pins | Mapping[str, str] | None = None,
+        world: sqlite3.Connection | None = None,
+        fixture_source: str | None = None,
+        redaction: Redaction | None = None,
+        agent_version: str | None = None,
+        overwrite: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
+        wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+    ) -> None:
+        self.path = Path(path)
+        self.redaction = redaction or Redaction()
+        self.world = world
+        base = pins if isinstance(pins, Pins) else Pins(user=dict(pins or {}))
+        self._capture = ChangeCapture(world) if world is not None else None
+        fixture_hash = base.fixture_hash or (world_hash(world) if world is not None else None)
+        self._pins = base.model_copy(
+            update={
+                "fixture_hash": fixture_hash,
+                "agent_version": agent_version or base.agent_version or git_version(),
+            }
+        )
+        self._clock = clock
+        self._t0 = clock()
+        self._events: list[Event] = []
+        self._pending: dict[int, Done] = {}
+        self._lock = threading.Lock()
+        self._answer: str | None = None
+        self._token: Any = None
+        header = Header(
+            case_id=case_id,
+            trial=trial,
+            pins=self._pins,
+            fixture_hash=fixture_hash,
+            fixture_source=fixture_source,
+            redacted_body_paths=list(self.redaction.body_paths),
+            started_at=wall_clock().isoformat(),
+            recorder_version=__version__,
+        )
+        self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
+
+    # -- the context manager -------------------------------------------------
+
+    def __enter__(self) -> Recording:
+        self._token = _session.enter(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is not None:
+                self._append(ErrorEvent(t=self.now(), error=error_info(exc)))
+            self.close(status="error" if exc is not None else "ok")
+        finally:
+            _session.leave(self, self._token)
+
+    # -- what agent code may call --------------------------------------------
+
+    def answer(self, text: str) -> None:
+        """Set the trial's final answer (otherwise: the last LLM reply without tool calls)."""
+        self._answer = text
+
+    def warn(self, message: str, delta: WorldDelta | None = None) -> None:
+        """Record that something could not be captured faithfully."""
+        self._append(WarningEvent(t=self.now(), message=message, delta=delta or None))
+
+    def close(self, status: str = "ok") -> None:
+        """Finish pending responses, write the footer and close the file."""
+        for done in list(self._pending.values()):
+            done([], None)
+            self.warn("a response body was never read to the end nor closed; recorded as is")
+        if self._capture is not None:
+            self._take_world_changes("outside any tool call")
+            self._capture.close()
+            self._capture = None
+        footer = footer_for(
+            self._events,
+            base_pins=self._pins,
+            status=status,
+            total=self.now(),
+            final_answer=self._answer,
+            world_attached=self.world is not None,
+        )
+        self._writer.close(footer)
+
+    # -- what interceptors call ----------------------------------------------
+
+    def now(self) -> float:
+        """Seconds since recording started."""
+        return self._clock() - self._t0
+
+    def track(self, done: Done) -> Done:
+        """Register a response body in flight; the returned callback fires once."""
+        key = id(done)
+
+        def once(chunks: list[bytes], error: BaseException | None) -> None:
+            with self._lock:
+                if self._pending.pop(key, None) is None:
+                    return
+            done(chunks, error)
+
+        with self._lock:
+            self._pending[key] = once
+        return once
+
+    def record_http(
+        self,
+        via: str,
+        request: HttpRequest,
+        t0: float,
+        ttfb: float | None,
+        head: tuple[int, list[tuple[str, str]]] | None,
+        chunks: list[bytes],
+        error: BaseException | None,
+    ) -> None:
+        """Append one HTTP exchange, redacted."""
+        red = self.redaction
+        req = HttpRequest(
+            method=request.method,
+            url=red.redact_url(request.url),
+            headers=red.redact_headers(request.headers),
+            body=red.redact_body(request.body),
+        )
+        response = None
+        if head is not None:
+            headers = red.redact_headers(head[1])
+            if chunks and not any(k == "content-encoding" for k, _ in headers):
+                body = b"".join(chunks)
+                redacted = red.redact_body(body)
+                chunks = [redacted] if redacted is not body else list(chunks)
+            response = HttpResponse(status=head[0], headers=headers, chunks=chunks)
+        self._append(
+            HttpEvent(
+                t=t0,
+                duration=self.now() - t0,
+                ttfb=ttfb,
+                via=via,
+                request=req,
+                response=response,
+                error=error_info(error) if error is not None else None,
+            )
+        )
+
+    def tool_started(self) -> float:
+        """Mark the start of a tool call; world changes made before it are set apart."""
+        if self._capture is not None:
+            self._take_world_changes("outside any tool call")
+        return self.now()
+
+    def tool_finished(
+        self,
+        name: str,
+        args: dict[str, Any],
+        writes: bool,
+        t0: float,
+        result: Any,
+        failure: BaseException | None,
+        jsonable: Callable[[Any], Any],
+    ) -> None:
+        """Append one tool call with its result or exception and its world delta."""
+        duration = self.now() - t0
+        delta = None
+        if self._capture is not None:
+            delta, notes = self._capture.take()
+            for note in notes:
+                self.warn(f"tool {name}: {note}")
+            if delta and not writes:
+                self.warn(f"tool {name} is declared read-only but changed the world")
+        self._append(
+            ToolEvent(
+                t=t0,
+                duration=duration,
+                name=name,
+                args=jsonable(args),
+                effect="write" if writes else "read",
+                result=None if failure is not None else jsonable(result),
+                error=error_info(failure) if failure is not None else None,
+                delta=delta,
+            )
+        )
+
+    def _take_world_changes(self, where: str) -> None:
+        assert self._capture is not None
+        delta, notes = self._capture.take()
+        for note in notes:
+            self.warn(note)
+        if delta:
+            self.warn(f"the world changed {where}", delta)
+
+    def _append(self, event: Event) -> None:
+        self._writer.write(event)
+        with self._lock:
+            self._events.append(event)
+
+
+record = Recording
+"""Record a trial: ``with record("x.cassette", world=conn, case_id="refund") as rec:``."""

@@ -1,0 +1,238 @@
+"""Cassette records: the on-disk contract, as pydantic models.
+
+A cassette is a stream of records: one ``Header``, then ``Event``s in the
+order they finished, then one ``Footer``. Each record carries a ``kind``.
+Run ``python -m recorder._schema`` to print the JSON Schema committed as
+``recorder/cassette.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+# Bump FORMAT_VERSION whenever a change to these models would make an older
+# reader misread a newer file (a removed or retyped field, a new required
+# field). Adding an optional field with a default does not need a bump.
+FORMAT_VERSION = 1
+READABLE_VERSIONS: tuple[int, ...] = (1,)
+
+Json = Any
+"""Any value JSON can hold (dicts, lists, strings, numbers, booleans, null)."""
+
+Scalar = str | int | float | bool | None
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+    )
+
+
+class Pins(_Record):
+    """Everything that defines the version of the agent that made a trial."""
+
+    model: str | None = None
+    """Model id sent in the LLM requests; several are joined with '+', in order seen."""
+    sampling: dict[str, Json] = Field(default_factory=dict)
+    """Sampling settings of the first LLM request (temperature, top_p, max_tokens, seed...)."""
+    system_prompt_hash: str | None = None
+    """sha256 (first 16 hex digits) of the system prompt of the first LLM request."""
+    tool_schema_hash: str | None = None
+    """sha256 (first 16 hex digits) of the canonical JSON of the tools offered to the model."""
+    agent_version: str | None = None
+    """Agent code version: given by the user, else the git commit of the working directory."""
+    fixture_hash: str | None = None
+    """sha256 (first 16 hex digits) of the starting world."""
+    grader_version: str | None = None
+    """Version of the graders that judged the trial, when known."""
+    budget: dict[str, float] = Field(default_factory=dict)
+    """Limits the trial ran under (steps, cost...)."""
+    user: dict[str, str] = Field(default_factory=dict)
+    """Pins added by the user."""
+
+
+class Header(_Record):
+    """First record of every cassette."""
+
+    kind: Literal["header"] = "header"
+    version: int = FORMAT_VERSION
+    """Format version; see FORMAT_VERSION."""
+    case_id: str | None = None
+    """Id of the case this trial ran, if any."""
+    trial: int | None = None
+    """Index of this trial among the k trials of its case."""
+    pins: Pins = Field(default_factory=Pins)
+    """Pins known when recording started; the footer holds the complete set."""
+    fixture_hash: str | None = None
+    """Hash of the starting world (same as pins.fixture_hash)."""
+    fixture_source: str | None = None
+    """Where the starting world came from (a path), so the case can be rebuilt."""
+    redacted_body_paths: list[str] = Field(default_factory=list)
+    """JSON body paths redacted while recording; playback redacts the same to match."""
+    started_at: str
+    """UTC time recording started, ISO 8601."""
+    recorder_version: str
+    """agent-replay version that wrote the file."""
+
+
+class ErrorInfo(_Record):
+    """An exception, as recorded."""
+
+    type: str
+    """Qualified class name of the exception."""
+    message: str
+    """str() of the exception."""
+    traceback: str | None = None
+    """Formatted traceback, when one was available."""
+
+
+class HttpRequest(_Record):
+    """One HTTP request, redacted."""
+
+    method: str
+    url: str
+    headers: list[tuple[str, str]]
+    """Header (name, value) pairs in order; names lower-case."""
+    body: bytes = b""
+
+
+class HttpResponse(_Record):
+    """One HTTP response, redacted, with its body as the chunks that arrived."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    """Header (name, value) pairs in order; names lower-case."""
+    chunks: list[bytes] = Field(default_factory=list)
+    """Body chunks as they came off the wire (decoded of transfer encoding only)."""
+
+
+class HttpEvent(_Record):
+    """One HTTP exchange (LLM calls included)."""
+
+    kind: Literal["http"] = "http"
+    t: float
+    """Seconds from the start of recording to the request being sent."""
+    duration: float
+    """Seconds until the response body ended (or the error)."""
+    ttfb: float | None = None
+    """Seconds from sending to the response headers."""
+    via: str
+    """Which interceptor saw the call (httpx, httpx2, vcrpy)."""
+    request: HttpRequest
+    response: HttpResponse | None = None
+    error: ErrorInfo | None = None
+    """Transport error, when the exchange failed."""
+
+
+class RowChange(_Record):
+    """One row inserted, deleted or updated in one table."""
+
+    key: list[Scalar]
+    """Primary-key values (rowid for tables without one)."""
+    before: dict[str, Json] | None = None
+    """Values before: None for an insert; the changed fields only for an update."""
+    after: dict[str, Json] | None = None
+    """Values after: None for a delete; the changed fields only for an update."""
+
+
+WorldDelta = dict[str, list[RowChange]]
+"""Changes per table name."""
+
+
+class ToolEvent(_Record):
+    """One tool call: arguments, result or exception, and its effect on the world."""
+
+    kind: Literal["tool"] = "tool"
+    t: float
+    """Seconds from the start of recording to the call."""
+    duration: float
+    name: str
+    args: dict[str, Json]
+    """Arguments by parameter name, as JSON values."""
+    effect: Literal["read", "write"]
+    """Whether the tool declares that it writes the world."""
+    result: Json = None
+    """Return value as JSON; None when the tool raised."""
+    error: ErrorInfo | None = None
+    """Exception the tool raised, if any."""
+    delta: WorldDelta | None = None
+    """Rows this call changed, per table; None when no world was attached."""
+
+
+class ErrorEvent(_Record):
+    """An exception that escaped the agent code inside the recording."""
+
+    kind: Literal["error"] = "error"
+    t: float
+    error: ErrorInfo
+
+
+class WarningEvent(_Record):
+    """Something the recording could not capture faithfully."""
+
+    kind: Literal["warning"] = "warning"
+    t: float
+    message: str
+    delta: WorldDelta | None = None
+    """World changes made outside any tool call, when that is what the warning is about."""
+
+
+class Usage(_Record):
+    """Counts over the whole trial."""
+
+    llm_calls: int = 0
+    http_calls: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Timings(_Record):
+    """Seconds spent, over the whole trial."""
+
+    total: float = 0.0
+    llm: float = 0.0
+    tools: float = 0.0
+
+
+class Footer(_Record):
+    """Last record of a cassette that was closed properly."""
+
+    kind: Literal["footer"] = "footer"
+    status: Literal["ok", "error"]
+    """'error' when an exception escaped the agent code."""
+    final_answer: str | None = None
+    """The agent's final answer, if it gave one."""
+    usage: Usage = Field(default_factory=Usage)
+    timings: Timings = Field(default_factory=Timings)
+    state_diff: WorldDelta | None = None
+    """Net change to the world over the trial; None when no world was attached."""
+    pins: Pins = Field(default_factory=Pins)
+    """Complete pins: the header's plus those observed in the LLM requests."""
+
+
+Event = Annotated[HttpEvent | ToolEvent | ErrorEvent | WarningEvent, Field(discriminator="kind")]
+Record = Annotated[
+    Header | HttpEvent | ToolEvent | ErrorEvent | WarningEvent | Footer,
+    Field(discriminator="kind"),
+]
+RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
+
+
+def json_schema() -> dict[str, Any]:
+    """Return the JSON Schema of one cassette record."""
+    schema = RECORD_ADAPTER.json_schema()
+    schema["title"] = "agent-replay cassette record"
+    schema["$comment"] = f"format version {FORMAT_VERSION}"
+    return schema
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))

@@ -1,0 +1,223 @@
+"""Tool-call capture: ``@tool`` records each call, its result and its world delta.
+
+A tool's JSON schema comes from its type hints (through pydantic), so the
+agent can hand it to the model, and ``tool_schema_hash`` turns a set of
+tools into a pin.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+
+import pydantic
+from pydantic_core import to_jsonable_python
+
+from ._errors import ToolSchemaError
+from ._llm import short_hash
+from ._recording import Recording
+from ._session import current_session
+
+_in_tool: ContextVar[bool] = ContextVar("agent_replay_in_tool", default=False)
+"""True inside a recorded tool: nested tool calls belong to the outer call's delta."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.+)$")
+
+
+def jsonable(value: Any) -> Any:
+    """Return ``value`` as JSON-ready data (pydantic models, dataclasses...); repr() otherwise."""
+    return to_jsonable_python(value, fallback=repr)
+
+
+def _docs(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    doc = inspect.getdoc(fn) or ""
+    summary = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    params: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            match = _ARG_LINE.match(line)
+            if match:
+                params[match.group(1)] = match.group(2).strip()
+            elif line and not line.startswith(" "):
+                in_args = False
+    return summary, params
+
+
+def _parameters_schema(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ToolSchemaError(f"tool {name!r}: cannot read its signature ({exc})") from None
+    hints: dict[str, Any]
+    try:
+        hints = dict(inspect.get_annotations(fn, eval_str=True))
+    except Exception:  # unresolvable forward references, builtins without annotations
+        hints = {}
+    _, described = _docs(fn)
+    fields: dict[str, Any] = {}
+    for param in sig.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolSchemaError(
+                f"tool {name!r}: *{param.name} cannot be described to a model; "
+                "give the tool named parameters"
+            )
+        default = ... if param.default is param.empty else param.default
+        info = pydantic.Field(default, description=described.get(param.name))
+        fields[param.name] = (hints.get(param.name, Any), info)
+    try:
+        model = pydantic.create_model(f"{name}_args", **fields)
+        schema: dict[str, Any] = model.model_json_schema()
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+        raise ToolSchemaError(
+            f"tool {name!r}: its type hints have no JSON schema ({exc})"
+        ) from None
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+class Tool(Generic[P, R]):
+    """A function whose calls are recorded while a recording is active.
+
+    Attributes:
+        name: The name the model calls it by.
+        description: First paragraph of the docstring, unless given.
+        writes: Whether the tool changes the world (recorded as its effect).
+        parameters: JSON schema of its arguments, from the type hints.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        writes: bool = False,
+    ) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        self.description = description if description is not None else _docs(fn)[0]
+        self.writes = writes
+        self.parameters = _parameters_schema(fn, self.name)
+        self._sig = inspect.signature(fn)
+        self._is_async = inspect.iscoroutinefunction(fn)
+        functools.update_wrapper(self, fn)
+
+    def openai_schema(self) -> dict[str, Any]:
+        """Return the tool as an OpenAI ``tools`` entry."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def anthropic_schema(self) -> dict[str, Any]:
+        """Return the tool as an Anthropic ``tools`` entry."""
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        session = current_session()
+        if not isinstance(session, Recording) or _in_tool.get():
+            return self.fn(*args, **kwargs)
+        bound = self._sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        if self._is_async:
+            return cast(R, self._call_async(session, arguments, args, kwargs))
+        t0 = session.tool_started()
+        token = _in_tool.set(True)
+        try:
+            result = self.fn(*args, **kwargs)
+        except BaseException as exc:
+            session.tool_finished(self.name, arguments, self.writes, t0, None, exc, jsonable)
+            raise
+        finally:
+            _in_tool.reset(token)
+        session.tool_finished(self.name, arguments, self.writes, t0, result, None, jsonable)
+        return result
+
+    async def _call_async(
+        self, session: Recording, arguments: dict[str, Any], args: Any, kwargs: Any
+    ) -> Any:
+        t0 = session.tool_started()
+        token = _in_tool.set(True)
+        try:
+            result = await cast(Awaitable[Any], self.fn(*args, **kwargs))
+        except BaseException as exc:
+            session.tool_finished(self.name, arguments, self.writes, t0, None, exc, jsonable)
+            raise
+        finally:
+            _in_tool.reset(token)
+        session.tool_finished(self.name, arguments, self.writes, t0, result, None, jsonable)
+        return result
+
+    def __repr__(self) -> str:
+        effect = "writes" if self.writes else "reads"
+        return f"<Tool {self.name} ({effect})>"
+
+
+@overload
+def tool(
+    fn: Callable[P, R],
+    /,
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    writes: bool = ...,
+) -> Tool[P, R]: ...
+@overload
+def tool(
+    *, name: str | None = ..., description: str | None = ..., writes: bool = ...
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    writes: bool = False,
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Make a function a recorded tool: as ``@tool``, ``@tool(writes=True)``, or a wrapper.
+
+    Wrap a function you do not own with ``tool(requests.get, name="http_get")``.
+
+    Args:
+        fn: The function (omit when using ``@tool(...)``).
+        name: Name the model sees; defaults to the function's name.
+        description: Defaults to the first paragraph of the docstring.
+        writes: Declare that the tool changes the world.
+
+    Example:
+        ```python
+        @tool(writes=True)
+        def issue_refund(order_id: int, amount: float) -> dict[str, Any]:
+            \"\"\"Refund part or all of an order.\"\"\"
+        ```
+    """
+    if fn is not None:
+        return Tool(fn, name=name, description=description, writes=writes)
+
+    def decorate(f: Callable[P, R]) -> Tool[P, R]:
+        return Tool(f, name=name, description=description, writes=writes)
+
+    return decorate
+
+
+def tool_schema_hash(tools: Iterable[Tool[Any, Any] | dict[str, Any]]) -> str:
+    """Return the pin for a set of tools: a hash of their schemas, in order."""
+    return short_hash([t.openai_schema() if isinstance(t, Tool) else t for t in tools])

@@ -1,0 +1,96 @@
+"""The vcrpy bridge: requests, urllib3 and http.client traffic (the only vcrpy import).
+
+vcrpy's patchers talk to a cassette object; ours forwards to the active
+session, so vcrpy's own matching (a scan of every recorded request) and YAML
+persistence are never used. vcrpy's httpx patchers are skipped: ``_http``
+intercepts httpx streaming-aware. Through vcrpy a response body arrives
+whole, as one chunk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vcr.patch import CassettePatcherBuilder
+
+from ._playback import Playback
+from ._recording import Recording
+from ._schema import HttpRequest
+from ._session import current_session
+
+
+class _Bridge:
+    """Quacks like the ``vcr.cassette.Cassette`` its stubs call."""
+
+    _path = "agent-replay"
+    custom_patches: tuple[Any, ...] = ()
+    skip_patchers = ("httpx", "httpx2")
+
+    def __init__(self) -> None:
+        self._started: dict[int, float] = {}
+
+    @staticmethod
+    def _request(vcr_request: Any) -> HttpRequest:
+        body = vcr_request.body or b""
+        return HttpRequest(
+            method=vcr_request.method,
+            url=vcr_request.uri,
+            headers=[(k.lower(), str(v)) for k, v in vcr_request.headers.items()],
+            body=body.encode() if isinstance(body, str) else bytes(body),
+        )
+
+    def can_play_response_for(self, vcr_request: Any) -> bool:
+        session = current_session()
+        if session is None:
+            return False
+        if isinstance(session, Playback):
+            return True  # play_response answers or raises: a miss never reaches the network
+        # Called by the stub just before it sends: the start of the exchange.
+        self._started[id(vcr_request)] = session.now()
+        return False
+
+    @property
+    def write_protected(self) -> bool:
+        session = current_session()
+        return isinstance(session, Playback)
+
+    def filter_request(self, vcr_request: Any) -> Any:
+        return vcr_request
+
+    def play_response(self, vcr_request: Any) -> dict[str, Any]:
+        session = current_session()
+        assert isinstance(session, Playback)
+        recorded = session.respond(self._request(vcr_request), via="vcrpy")
+        headers: dict[str, list[str]] = {}
+        for name, value in recorded.headers:
+            headers.setdefault(name, []).append(value)
+        return {
+            "status": {"code": recorded.status, "message": ""},
+            "headers": headers,
+            "body": {"string": b"".join(recorded.chunks)},
+        }
+
+    def append(self, vcr_request: Any, response: dict[str, Any]) -> None:
+        session = current_session()
+        if not isinstance(session, Recording):
+            return
+        t0 = self._started.pop(id(vcr_request), session.now())
+        headers = [(k, v) for k, values in response["headers"].items() for v in values]
+        body = response["body"]["string"]
+        session.record_http(
+            "vcrpy",
+            self._request(vcr_request),
+            t0,
+            None,
+            (response["status"]["code"], headers),
+            [body] if body else [],
+            None,
+        )
+
+
+_BRIDGE = _Bridge()
+
+
+def vcr_patches() -> list[Any]:
+    """Return vcrpy's patches for the http.client family, bound to the bridge."""
+    return list(CassettePatcherBuilder(_BRIDGE).build())

@@ -1,0 +1,1 @@
+"""Replay: modes, graders, metrics and the CLI (see README)."""
