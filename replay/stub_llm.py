@@ -16,7 +16,7 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Protocol
@@ -39,6 +39,8 @@ _OPENAI_PATH = "/v1/chat/completions"
 _ANTHROPIC_PATH = "/v1/messages"
 _ARGUMENT_PIECES = 3
 _MAX_LINE = 65_537
+# How often the accept loop checks for stop(); bounds how long stop() takes.
+_POLL_INTERVAL = 0.02
 
 
 # --------------------------------------------------------------------------- data model
@@ -693,24 +695,27 @@ class _Handler(BaseHTTPRequestHandler):
         except _BadRequest as exc:
             self._send_json(400, _error_body(str(exc), "invalid_request_error"))
             return
+        stream = body.get("stream") is True
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
         try:
             answer = stub._answer(request)
+            # Render fully before sending anything, so a bad reply is a clean 500.
+            if path == _OPENAI_PATH:
+                events = list(_openai_stream(answer, include_usage)) if stream else None
+                payload = None if stream else _openai_completion(answer)
+            else:
+                events = list(_anthropic_stream(answer)) if stream else None
+                payload = None if stream else _anthropic_message(answer)
+            data = json.dumps(payload, ensure_ascii=False).encode() if payload else b""
         except Exception as exc:
             _log.exception("stub LLM policy failed")
             self._send_json(500, _error_body(f"policy failed: {exc!r}", "server_error"))
             return
-        stream = body.get("stream") is True
-        if path == _OPENAI_PATH:
-            if stream:
-                options = body.get("stream_options")
-                include_usage = isinstance(options, dict) and options.get("include_usage") is True
-                self._send_stream(_openai_stream(answer, include_usage))
-            else:
-                self._send_json(200, _openai_completion(answer))
-        elif stream:
-            self._send_stream(_anthropic_stream(answer))
+        if events is not None:
+            self._send_stream(events)
         else:
-            self._send_json(200, _anthropic_message(answer))
+            self._send_bytes(200, data)
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -729,7 +734,9 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode()
+        self._send_bytes(status, json.dumps(payload, ensure_ascii=False).encode())
+
+    def _send_bytes(self, status: int, data: bytes) -> None:
         self.send_response_only(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -741,7 +748,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _send_stream(self, events: Iterator[bytes]) -> None:
+    def _send_stream(self, events: Iterable[bytes]) -> None:
         chunked = self.request_version == "HTTP/1.1"
         self.send_response_only(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -847,7 +854,10 @@ class StubLLM:
         self._closing = False
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, name=f"stub-llm-{self.port}", daemon=True
+            target=server.serve_forever,
+            kwargs={"poll_interval": _POLL_INTERVAL},
+            name=f"stub-llm-{self.port}",
+            daemon=True,
         )
         self._thread.start()
 

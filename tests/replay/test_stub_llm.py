@@ -707,17 +707,34 @@ def test_invalid_request_shape_is_a_400_through_the_sdk(stub_llm: StubLLM) -> No
     assert "'messages' must be a list" in error.value.message
 
 
-def test_policy_failure_is_a_500() -> None:
-    def broken(request: ChatRequest) -> Reply:
-        raise RuntimeError("boom")
+def broken_policy(request: ChatRequest) -> Reply:
+    raise RuntimeError("boom")
 
+
+def wrong_type_policy(request: ChatRequest) -> Reply:
+    return "a string"  # type: ignore[return-value]
+
+
+def unserializable_policy(request: ChatRequest) -> Reply:
+    return Reply(tool_calls=(ToolCall("f", {"when": object()}),))
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (broken_policy, "boom"),
+        (wrong_type_policy, "expected Reply"),
+        (unserializable_policy, "not JSON serializable"),
+    ],
+)
+def test_policy_failure_is_a_500(policy: Any, expected: str) -> None:
     with (
-        StubLLM(broken) as stub,
+        StubLLM(policy) as stub,
         openai_client(stub) as client,
         pytest.raises(openai.InternalServerError) as error,
     ):
         client.chat.completions.create(model="m", messages=[OPENAI_USER])
-    assert "boom" in error.value.message
+    assert expected in error.value.message
 
 
 # --------------------------------------------------------------------------- flakiness

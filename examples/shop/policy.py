@@ -1,0 +1,47 @@
+"""What the stub model does for the demo: the refund of order 4812, step by step."""
+
+from __future__ import annotations
+
+from replay.stub_llm import Reply, ScriptedPolicy, ToolCall
+
+INSTRUCTION = "Refund order 4812 and notify the customer."
+
+
+def refund_policy() -> ScriptedPolicy:
+    """Return the scripted model for the refund of order 4812."""
+    return ScriptedPolicy(
+        [
+            Reply(tool_calls=(ToolCall("lookup_order", {"order_id": 4812}),)),
+            Reply(
+                tool_calls=(
+                    ToolCall(
+                        "issue_refund",
+                        {"order_id": 4812, "amount": 35.0, "reason": "customer request"},
+                    ),
+                )
+            ),
+            Reply(tool_calls=(ToolCall("update_order_status", {"order_id": 4812, "status": "refunded"}),)),
+            Reply(
+                tool_calls=(
+                    ToolCall(
+                        "write_ledger_entry",
+                        {"order_id": 4812, "amount": -35.0, "memo": "refund order 4812"},
+                    ),
+                )
+            ),
+            Reply(
+                tool_calls=(
+                    ToolCall(
+                        "send_email",
+                        {
+                            "customer_id": 17,
+                            "template": "refund",
+                            "subject": "Your refund for order 4812",
+                            "body": "Hi Mia, we refunded $35.00 for order 4812.",
+                        },
+                    ),
+                )
+            ),
+        ],
+        final="I refunded $35.00 for order 4812 and emailed Mia Li to let her know.",
+    )

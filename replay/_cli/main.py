@@ -1,0 +1,49 @@
+"""The ``replay`` command: a click group, exit codes, and the one place errors become lines.
+
+Every ``ReplayError`` becomes ``error: <message>`` on stderr and exit code 2;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+import click
+
+from recorder import ReplayError, __version__
+
+from . import show
+
+
+class ExitCode(IntEnum):
+    """Exit codes of every ``replay`` command."""
+
+    OK = 0
+    FAILED = 1
+    """The command ran and its check did not hold (e.g. a gate)."""
+    BAD_INPUT = 2
+    """Bad input: a missing, corrupt or unsupported file, a bad option."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ReplayError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(ExitCode.BAD_INPUT)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="agent-replay")
+def cli() -> None:
+    """Record LLM agent sessions into cassettes, replay them, grade what they did."""
+
+
+cli.add_command(show.show)
+
+
+def main() -> None:
+    """Run the ``replay`` command line."""
+    cli()

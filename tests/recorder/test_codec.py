@@ -1,0 +1,177 @@
+"""The cassette container: round trips, cut tails, damage, versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recorder import (
+    CassetteCorrupt,
+    CassetteNotFound,
+    CassetteVersionUnsupported,
+    ErrorInfo,
+    HttpEvent,
+    HttpRequest,
+    HttpResponse,
+    ToolEvent,
+    WarningEvent,
+    read_cassette,
+)
+from recorder._codec import PREAMBLE, Encoder, decode
+from recorder._schema import Footer, Header
+from recorder._writer import CassetteWriter
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+events = st.one_of(
+    st.builds(
+        ToolEvent,
+        t=st.floats(0, 100),
+        duration=st.floats(0, 10),
+        name=st.text(min_size=1, max_size=12),
+        args=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+        effect=st.sampled_from(["read", "write"]),
+        result=json_values,
+    ),
+    st.builds(
+        HttpEvent,
+        t=st.floats(0, 100),
+        duration=st.floats(0, 10),
+        via=st.just("httpx"),
+        request=st.builds(
+            HttpRequest,
+            method=st.sampled_from(["GET", "POST"]),
+            url=st.just("http://127.0.0.1/v1/chat/completions"),
+            headers=st.lists(st.tuples(st.text(max_size=8), st.text(max_size=8)), max_size=3),
+            body=st.binary(max_size=200),
+        ),
+        response=st.builds(
+            HttpResponse,
+            status=st.integers(100, 599),
+            headers=st.just([]),
+            chunks=st.lists(st.binary(max_size=50), max_size=5),
+        ),
+    ),
+    st.builds(WarningEvent, t=st.floats(0, 100), message=st.text(max_size=40)),
+)
+
+HEADER = Header(started_at="2026-01-01T00:00:00+00:00", recorder_version="test", case_id="c1")
+
+
+def write(path: Path, evs: list, footer: Footer | None = Footer(status="ok")) -> None:  # type: ignore[type-arg]
+    writer = CassetteWriter(path, HEADER, overwrite=True)
+    for event in evs:
+        writer.write(event)
+    writer.close(footer)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(events, max_size=8))
+def test_every_record_round_trips(tmp_path_factory: pytest.TempPathFactory, evs: list) -> None:  # type: ignore[type-arg]
+    path = tmp_path_factory.mktemp("c") / "x.cassette"
+    write(path, evs)
+    back = read_cassette(path)
+    assert back.header == HEADER
+    assert back.events == evs
+    assert back.footer == Footer(status="ok")
+    assert back.complete and back.truncation is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(events, min_size=1, max_size=6), st.data())
+def test_every_prefix_reads_as_its_complete_records(
+    tmp_path_factory: pytest.TempPathFactory, evs: list, data: st.DataObject  # type: ignore[type-arg]
+) -> None:
+    directory = tmp_path_factory.mktemp("c")
+    path = directory / "x.cassette"
+    write(path, evs, footer=None)
+    full = path.read_bytes()
+    # The size after the header and after each event: where a kill leaves complete records.
+    encoder = Encoder()
+    ends = [len(encoder.preamble() + encoder.encode(HEADER.model_dump(exclude_none=True)))]
+    for event in evs:
+        ends.append(ends[-1] + len(encoder.encode(event.model_dump(exclude_none=True))))
+    cut = data.draw(st.integers(ends[0], len(full)))
+    cut_path = directory / "cut.cassette"
+    cut_path.write_bytes(full[:cut])
+    back = read_cassette(cut_path)
+    complete = sum(1 for end in ends[1:] if end <= cut)
+    kept = len(back.events)
+    # A record is whole once its bytes are; only the sync-flush marker after it may be cut.
+    assert complete <= kept <= complete + 1
+    assert back.events == evs[:kept]
+    assert back.footer is None
+    assert back.truncation is not None and f"{kept} complete events" in back.truncation
+
+
+def test_records_are_decodable_as_soon_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "live.cassette"
+    writer = CassetteWriter(path, HEADER)
+    writer.write(WarningEvent(t=1.0, message="first"))
+    # Nothing closed yet: the file already holds both records, complete.
+    assert [r["kind"] for r in decode(path.read_bytes()).records] == ["header", "warning"]
+    writer.close(Footer(status="ok"))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "not a cassette"),
+        (b"version: 1\ninteractions: []\n", "not a cassette"),
+        (PREAMBLE[:-1] + b"\x07", "unknown container type 7"),
+        (PREAMBLE + b"\xff\xff\xff garbage", "damaged compressed data"),
+        (PREAMBLE, "holds no complete header"),
+    ],
+)
+def test_non_cassettes_are_refused_in_one_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.cassette"
+    path.write_bytes(content)
+    with pytest.raises(CassetteCorrupt) as info:
+        read_cassette(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}: ") and message in text and "\n" not in text
+
+
+def test_unknown_format_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.cassette"
+    encoder = Encoder()
+    raw = dict(HEADER.model_dump(exclude_none=True), version=99)
+    path.write_bytes(encoder.preamble() + encoder.encode(raw))
+    with pytest.raises(CassetteVersionUnsupported) as info:
+        read_cassette(path)
+    assert info.value.version == 99
+    assert str(info.value).startswith(f"{path}: cassette format version 99 is not supported")
+
+
+def test_a_record_that_is_not_valid_names_its_index(tmp_path: Path) -> None:
+    path = tmp_path / "odd.cassette"
+    encoder = Encoder()
+    body = encoder.encode(HEADER.model_dump(exclude_none=True)) + encoder.encode(
+        {"kind": "tool", "t": "soon"}
+    )
+    path.write_bytes(encoder.preamble() + body)
+    with pytest.raises(CassetteCorrupt, match=r"record 1 is invalid"):
+        read_cassette(path)
+
+
+def test_missing_cassette_is_a_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(CassetteNotFound) as info:
+        read_cassette(tmp_path / "nope.cassette")
+    assert isinstance(info.value, FileNotFoundError)
+
+
+def test_error_info_survives(tmp_path: Path) -> None:
+    event = ToolEvent(
+        t=0, duration=0, name="x", args={}, effect="write", error=ErrorInfo(type="E", message="m")
+    )
+    path = tmp_path / "e.cassette"
+    write(path, [event])
+    assert read_cassette(path).events == [event]
