@@ -33,7 +33,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python -m bench
 
 schema: $(VENV)/.dev
-	$(BIN)/python -m recorder._schema > recorder/cassette.schema.json
+	$(BIN)/python -c 'import recorder._schema as s; print(s.schema_text(), end="")' > recorder/cassette.schema.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -180,12 +180,22 @@ class ChangeCapture:
 
 
 def world_hash(conn: sqlite3.Connection) -> str:
-    """Return the first 16 hex digits of the sha256 of the database's content."""
-    serialize = getattr(conn, "serialize", None)
+    """Return the first 16 hex digits of a sha256 of the database's content.
+
+    Content, not bytes: the schema and every row in key order, so a world
+    built from the same fixture hashes the same in a file or in memory.
+    Costs one read of the database; pass ``Pins(fixture_hash=...)`` to skip it.
+    """
     digest = hashlib.sha256()
-    if serialize is not None:
-        digest.update(serialize())
-    else:  # Python 3.10 has no Connection.serialize
-        for line in conn.iterdump():
-            digest.update(line.encode())
+    schema = conn.execute(
+        "SELECT type, name, sql FROM main.sqlite_master "
+        "WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+    ).fetchall()
+    for kind, name, sql in schema:
+        digest.update(json.dumps([kind, name, sql]).encode())
+        if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL"):
+            pk = [r[1] for r in sorted(conn.execute(f"PRAGMA main.table_info({_q(name)})")) if r[5]]
+            order = ", ".join(_q(c) for c in pk) if pk else "rowid"
+            for row in conn.execute(f"SELECT * FROM main.{_q(name)} ORDER BY {order}"):
+                digest.update(repr(row).encode())
     return digest.hexdigest()[:16]

@@ -65,9 +65,7 @@ class Redaction:
         pairs = parse_qsl(parts.query, keep_blank_values=True)
         if not any(k in self.query for k, _ in pairs):
             return url
-        query = urlencode(
-            [(k, PLACEHOLDER if k in self.query else v) for k, v in pairs], safe="[]"
-        )
+        query = urlencode([(k, PLACEHOLDER if k in self.query else v) for k, v in pairs], safe="[]")
         return urlunsplit(parts._replace(query=query))
 
     def redact_body(self, body: bytes) -> bytes:

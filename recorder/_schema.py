@@ -2,8 +2,7 @@
 
 A cassette is a stream of records: one ``Header``, then ``Event``s in the
 order they finished, then one ``Footer``. Each record carries a ``kind``.
-Run ``python -m recorder._schema`` to print the JSON Schema committed as
-``recorder/cassette.schema.json``.
+``make schema`` writes the JSON Schema committed as ``recorder/cassette.schema.json``.
 """
 
 from __future__ import annotations
@@ -234,5 +233,6 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-if __name__ == "__main__":
-    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+def schema_text() -> str:
+    """Return the JSON Schema as committed in ``recorder/cassette.schema.json``."""
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"

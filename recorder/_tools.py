@@ -68,10 +68,7 @@ def _parameters_schema(fn: Callable[..., Any], name: str) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for param in sig.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolSchemaError(
-                f"tool {name!r}: *{param.name} cannot be described to a model; "
-                "give the tool named parameters"
-            )
+            continue  # *args/**kwargs have no names to offer a model
         default = ... if param.default is param.empty else param.default
         info = pydantic.Field(default, description=described.get(param.name))
         fields[param.name] = (hints.get(param.name, Any), info)

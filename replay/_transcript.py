@@ -88,7 +88,7 @@ def message_text(message: dict[str, Any]) -> str:
 
 
 def delta_lines(delta: WorldDelta) -> list[tuple[str, str]]:
-    """Return one (sign, text) line per changed row: ``+`` inserted, ``-`` deleted, ``~`` updated."""
+    """Return a (sign, text) line per changed row: ``+`` inserted, ``-`` deleted, ``~`` updated."""
     lines = []
     for table, changes in delta.items():
         for change in changes:
@@ -146,4 +146,3 @@ def _text_or_none(body: bytes) -> str | None:
         return body.decode("utf-8")
     except UnicodeDecodeError:
         return None
-

@@ -20,7 +20,11 @@ def refund_policy() -> ScriptedPolicy:
                     ),
                 )
             ),
-            Reply(tool_calls=(ToolCall("update_order_status", {"order_id": 4812, "status": "refunded"}),)),
+            Reply(
+                tool_calls=(
+                    ToolCall("update_order_status", {"order_id": 4812, "status": "refunded"}),
+                )
+            ),
             Reply(
                 tool_calls=(
                     ToolCall(

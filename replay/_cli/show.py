@@ -92,7 +92,9 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
         if call.reply_text:
             out.print(f"   [bold magenta]assistant[/]: {escape(_short(call.reply_text))}")
         for tc in call.reply_tool_calls:
-            out.print(f"   [bold magenta]assistant[/] calls {tc.name}({escape(_short(tc.arguments))})")
+            out.print(
+                f"   [bold magenta]assistant[/] calls {tc.name}({escape(_short(tc.arguments))})"
+            )
     elif isinstance(event, HttpEvent):
         status = event.response.status if event.response else "no response"
         out.print(
@@ -113,7 +115,9 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
             f"[dim]{event.effect}[/] {timing}"
         )
         if event.error is not None:
-            out.print(f"   [red]raised {escape(event.error.type)}: {escape(event.error.message)}[/]")
+            out.print(
+                f"   [red]raised {escape(event.error.type)}: {escape(event.error.message)}[/]"
+            )
         else:
             out.print(f"   → {escape(_short(event.result))}")
         for sign, text in delta_lines(event.delta or {}):

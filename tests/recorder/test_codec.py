@@ -25,9 +25,14 @@ from recorder._schema import Footer, Header
 from recorder._writer import CassetteWriter
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False)
     | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -66,7 +71,10 @@ events = st.one_of(
 HEADER = Header(started_at="2026-01-01T00:00:00+00:00", recorder_version="test", case_id="c1")
 
 
-def write(path: Path, evs: list, footer: Footer | None = Footer(status="ok")) -> None:  # type: ignore[type-arg]
+OK = Footer(status="ok")
+
+
+def write(path: Path, evs: list, footer: Footer | None = OK) -> None:  # type: ignore[type-arg]
     writer = CassetteWriter(path, HEADER, overwrite=True)
     for event in evs:
         writer.write(event)
@@ -88,7 +96,9 @@ def test_every_record_round_trips(tmp_path_factory: pytest.TempPathFactory, evs:
 @settings(max_examples=30, deadline=None)
 @given(st.lists(events, min_size=1, max_size=6), st.data())
 def test_every_prefix_reads_as_its_complete_records(
-    tmp_path_factory: pytest.TempPathFactory, evs: list, data: st.DataObject  # type: ignore[type-arg]
+    tmp_path_factory: pytest.TempPathFactory,
+    evs: list,
+    data: st.DataObject,  # type: ignore[type-arg]
 ) -> None:
     directory = tmp_path_factory.mktemp("c")
     path = directory / "x.cassette"
@@ -131,7 +141,9 @@ def test_records_are_decodable_as_soon_as_written(tmp_path: Path) -> None:
         (PREAMBLE, "holds no complete header"),
     ],
 )
-def test_non_cassettes_are_refused_in_one_line(tmp_path: Path, content: bytes, message: str) -> None:
+def test_non_cassettes_are_refused_in_one_line(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
     path = tmp_path / "bad.cassette"
     path.write_bytes(content)
     with pytest.raises(CassetteCorrupt) as info:

@@ -1,0 +1,112 @@
+"""`replay show`: the transcript in the terminal and as JSON; cut and damaged cassettes."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from examples.shop import record_refund
+from replay._cli.main import cli
+
+
+@pytest.fixture(scope="module")
+def refund(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("show") / "refund.cassette"
+    record_refund(path)
+    return path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_lines(output: str, patterns: list[str]) -> None:
+    lines = output.splitlines()
+    position = 0
+    for pattern in patterns:
+        while position < len(lines) and not fnmatch.fnmatch(lines[position], pattern):
+            position += 1
+        assert position < len(lines), f"no line matching {pattern!r} (in order) in:\n{output}"
+        position += 1
+
+
+def test_terminal_transcript_tells_the_story(refund: Path) -> None:
+    code, out, err = run("show", str(refund))
+    assert code == 0 and err == ""
+    assert_lines(
+        out,
+        [
+            "*refund.cassette  case refund-4812  trial 0",
+            "1. LLM openai stub-shop-1 *",
+            "   user: Refund order 4812 and notify the customer.",
+            '   assistant calls lookup_order({"order_id": 4812})',
+            "2. tool lookup_order(order_id=4812) read *",
+            "4. tool issue_refund(order_id=4812, amount=35.0, reason='customer request') write *",
+            "   + refunds {id: 1, order_id: 4812, amount: 35.0, reason: 'customer request'}",
+            "   ~ orders[[]4812] status: 'paid' -> 'refunded'",
+            "*assistant: I refunded $35.00 for order 4812*",
+            "outcome ok",
+            "  final answer: I refunded $35.00 for order 4812*",
+            "  state diff: 4 row(s) changed",
+            "  usage: 6 LLM calls (* in / * out tokens), 5 tool calls, 6 HTTP calls",
+            "*model*stub-shop-1*",
+            "*tool_schema_hash*",
+        ],
+    )
+
+
+def test_json_is_the_same_cassette_for_tools(refund: Path) -> None:
+    code, out, _ = run("show", "--json", str(refund))
+    assert code == 0
+    data = json.loads(out)
+    assert data["complete"] is True and data["header"]["case_id"] == "refund-4812"
+    kinds = [e["kind"] for e in data["events"]]
+    assert kinds.count("http") == 6 and kinds.count("tool") == 5
+    first_llm = next(e for e in data["events"] if e["kind"] == "http")
+    assert first_llm["llm"]["reply_tool_calls"][0]["name"] == "lookup_order"
+    assert data["footer"]["state_diff"]["orders"] == [
+        {"key": [4812], "before": {"status": "paid"}, "after": {"status": "refunded"}}
+    ]
+
+
+def test_a_cut_cassette_shows_its_prefix_and_warns(refund: Path, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.cassette"
+    data = refund.read_bytes()
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    code, out, err = run("show", str(cut))
+    assert code == 0
+    assert "1. LLM openai stub-shop-1" in out
+    assert "outcome error" in out
+    assert err.startswith(f"warning: {cut}: recording was cut short: ")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"not a cassette at all", "not a cassette (missing the agent-replay file signature)"),
+        (None, "no such cassette; check the path"),
+    ],
+)
+def test_bad_files_are_one_line_errors_with_exit_2(
+    tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "x.cassette"
+    if content is not None:
+        path.write_bytes(content)
+    code, out, err = run("show", str(path))
+    assert (code, out) == (2, "")
+    assert err == f"error: {path}: {message}\n"
+
+
+def test_every_command_has_help() -> None:
+    for command in cli.commands:
+        code, out, _ = run(command, "--help")
+        assert code == 0 and "Usage:" in out
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for command in cli.commands:
+        assert f"replay {command}" in readme, f"README does not mention `replay {command}`"

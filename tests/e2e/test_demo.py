@@ -1,0 +1,80 @@
+"""The demo end to end, and the committed cassettes as golden files."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from examples.shop import record_refund
+from recorder import ToolEvent, read_cassette
+from tests.helpers import REPO
+
+COMMITTED = sorted((REPO / "cassettes").glob("*.cassette"))
+
+
+def test_demo_records_the_refund(tmp_path: Path) -> None:
+    path = tmp_path / "refund.cassette"
+    record_refund(path)
+    cassette = read_cassette(path)
+    assert cassette.complete and cassette.footer is not None
+    assert [e.name for e in cassette.events if isinstance(e, ToolEvent)] == [
+        "lookup_order",
+        "issue_refund",
+        "update_order_status",
+        "write_ledger_entry",
+        "send_email",
+    ]
+    diff = cassette.footer.state_diff
+    assert diff is not None and sorted(diff) == ["emails", "ledger", "orders", "refunds"]
+    assert "inventory" not in diff and "customers" not in diff
+    assert cassette.footer.final_answer is not None and "4812" in cassette.footer.final_answer
+
+
+def test_demo_command_line(tmp_path: Path) -> None:
+    out = tmp_path / "demo.cassette"
+    subprocess.run([sys.executable, "-m", "examples.shop", str(out)], cwd=REPO, check=True)
+    shown = subprocess.run(
+        [Path(sys.executable).with_name("replay"), "show", str(out)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert "final answer: I refunded $35.00 for order 4812" in shown.stdout
+
+
+def test_there_are_committed_cassettes() -> None:
+    assert COMMITTED, "cassettes/ should hold the demo's example cassette"
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_committed_cassettes_read_and_round_trip(path: Path, tmp_path: Path) -> None:
+    from recorder._writer import CassetteWriter
+
+    cassette = read_cassette(path)
+    assert cassette.complete
+    copy = tmp_path / path.name
+    writer = CassetteWriter(copy, cassette.header)
+    for event in cassette.events:
+        writer.write(event)
+    writer.close(cassette.footer)
+    again = read_cassette(copy)
+    assert (again.header, again.events, again.footer) == (
+        cassette.header,
+        cassette.events,
+        cassette.footer,
+    )
+
+
+def test_committed_demo_cassette_matches_the_fixture() -> None:
+    cassette = read_cassette(REPO / "cassettes" / "refund-4812.cassette")
+    assert cassette.header.fixture_source == "examples/shop/fixture.sql"
+    conn = sqlite3.connect(":memory:")
+    conn.executescript((REPO / cassette.header.fixture_source).read_text())
+    from recorder._capture import world_hash
+
+    assert world_hash(conn) == cassette.header.fixture_hash

@@ -1,0 +1,209 @@
+"""The official SDKs against the stub: every exchange is recorded; streams replay as recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import anthropic
+import httpx
+import openai
+import pytest
+import requests
+
+from recorder import HttpEvent, llm_call, playback, read_cassette, record
+from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
+
+WEATHER = ScriptedPolicy(
+    [Reply(tool_calls=(ToolCall("get_weather", {"city": "Paris"}),))],
+    final="It is sunny in Paris today.",
+)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+
+
+def http_events(path: Path) -> list[HttpEvent]:
+    return [e for e in read_cassette(path).events if isinstance(e, HttpEvent)]
+
+
+def test_openai_sync_every_request_and_response(cassette_path: Path) -> None:
+    with StubLLM(WEATHER) as llm, record(cassette_path, agent_version="t"):
+        client = openai.OpenAI(base_url=llm.openai_base_url, api_key="sk-test", max_retries=0)
+        with client:
+            first = client.chat.completions.create(
+                model="stub-1",
+                messages=[{"role": "user", "content": "Weather in Paris?"}],
+                tools=TOOLS,  # type: ignore[arg-type]
+                temperature=0.2,
+            )
+            call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+            second = client.chat.completions.create(
+                model="stub-1",
+                messages=[
+                    {"role": "user", "content": "Weather in Paris?"},
+                    first.choices[0].message.model_dump(exclude_none=True),  # type: ignore[list-item]
+                    {"role": "tool", "tool_call_id": call.id, "content": "sunny"},
+                ],
+                tools=TOOLS,  # type: ignore[arg-type]
+                temperature=0.2,
+            )
+    events = http_events(cassette_path)
+    assert len(events) == 2 == len(llm.requests)
+    for event, sent in zip(events, llm.requests, strict=True):
+        assert json.loads(event.request.body) == sent
+        assert event.via == "httpx2" and event.response is not None and event.response.status == 200
+    views = [llm_call(e) for e in events]
+    assert views[0] is not None and views[0].reply_tool_calls[0].arguments == {"city": "Paris"}
+    assert views[1] is not None and views[1].reply_text == second.choices[0].message.content
+    footer = read_cassette(cassette_path).footer
+    assert footer is not None
+    assert footer.final_answer == "It is sunny in Paris today."
+    assert footer.pins.model == "stub-1" and footer.pins.sampling == {"temperature": 0.2}
+    assert footer.pins.tool_schema_hash is not None and footer.pins.agent_version == "t"
+    assert footer.usage.llm_calls == 2 and footer.usage.input_tokens > 0
+
+
+def _stream_openai(client: openai.OpenAI) -> list[str]:
+    stream = client.chat.completions.create(
+        model="stub-1",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    return [chunk.model_dump_json() for chunk in stream]
+
+
+def test_openai_stream_replays_the_same_chunks(cassette_path: Path) -> None:
+    policy = ScriptedPolicy([Reply(content="It is sunny in Paris today.")])
+    with StubLLM(policy) as llm, record(cassette_path):
+        base_url = llm.openai_base_url
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+            live = _stream_openai(client)
+    (event,) = http_events(cassette_path)
+    assert event.response is not None
+    assert len(event.response.chunks) > 5  # one per SSE event, not one joined body
+    with playback(cassette_path):
+        # The stub is gone: only the cassette can answer.
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+            replayed = _stream_openai(client)
+    assert replayed == live
+
+
+def test_raw_chunk_count_is_the_same_live_and_replayed(cassette_path: Path) -> None:
+    policy = ScriptedPolicy([Reply(content="one two three four five six seven")])
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}
+    with StubLLM(policy) as llm:
+        url = llm.openai_base_url + "/chat/completions"
+        with record(cassette_path), httpx.Client() as client:
+            with client.stream("POST", url, json=body) as response:
+                live = list(response.iter_raw())
+        with playback(cassette_path), httpx.Client() as client:
+            with client.stream("POST", url, json=body) as response:
+                replayed = list(response.iter_raw())
+    (event,) = http_events(cassette_path)
+    assert event.response is not None and len(event.response.chunks) == len(live) > 5
+    assert replayed == live
+
+
+def test_openai_async_stream_and_not(cassette_path: Path) -> None:
+    async def agent(base_url: str) -> tuple[str | None, str]:
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+            plain = await client.chat.completions.create(
+                model="a", messages=[{"role": "user", "content": "plain"}]
+            )
+            stream = await client.chat.completions.create(
+                model="a", messages=[{"role": "user", "content": "streamed"}], stream=True
+            )
+            text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            return plain.choices[0].message.content, text
+
+    with StubLLM() as llm, record(cassette_path):
+        plain, streamed = asyncio.run(agent(llm.openai_base_url))
+    events = http_events(cassette_path)
+    assert len(events) == 2
+    views = [llm_call(e) for e in events]
+    assert (
+        [v.reply_text for v in views if v] == [plain, streamed] == ["echo: plain", "echo: streamed"]
+    )
+    assert events[1].response is not None and len(events[1].response.chunks) > 2
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_sync_and_async(cassette_path: Path, stream: bool) -> None:
+    async def async_agent(base_url: str) -> str:
+        async with anthropic.AsyncAnthropic(base_url=base_url, api_key="k", max_retries=0) as c:
+            msg = await c.messages.create(
+                model="claude-stub", max_tokens=50, messages=[{"role": "user", "content": "async"}]
+            )
+            return msg.content[0].text  # type: ignore[union-attr]
+
+    with StubLLM() as llm, record(cassette_path):
+        with anthropic.Anthropic(base_url=llm.anthropic_base_url, api_key="k", max_retries=0) as c:
+            if stream:
+                with c.messages.stream(
+                    model="claude-stub",
+                    max_tokens=50,
+                    system="be brief",
+                    messages=[{"role": "user", "content": "sync"}],
+                ) as s:
+                    sync_text = s.get_final_text()
+            else:
+                sync_text = (
+                    c.messages.create(
+                        model="claude-stub",
+                        max_tokens=50,
+                        system="be brief",
+                        messages=[{"role": "user", "content": "sync"}],
+                    )
+                    .content[0]
+                    .text
+                )  # type: ignore[union-attr]
+        async_text = asyncio.run(async_agent(llm.anthropic_base_url))
+    events = http_events(cassette_path)
+    assert len(events) == 2 == len(llm.requests)
+    views = [llm_call(e) for e in events]
+    assert [v.reply_text for v in views if v] == [sync_text, async_text]
+    assert [v.api for v in views if v] == ["anthropic", "anthropic"]
+    assert views[0] is not None and views[0].system == "be brief"
+    if stream:
+        assert events[0].response is not None and len(events[0].response.chunks) > 5
+    footer = read_cassette(cassette_path).footer
+    assert footer is not None and footer.pins.model == "claude-stub"
+    assert footer.pins.system_prompt_hash is not None
+
+
+def test_requests_goes_through_vcrpy(cassette_path: Path) -> None:
+    with StubLLM() as llm:
+        body = {"model": "r", "messages": [{"role": "user", "content": "via requests"}]}
+        with record(cassette_path), requests.Session() as session:
+            live = session.post(llm.openai_base_url + "/chat/completions", json=body).json()
+        with playback(cassette_path), requests.Session() as session:
+            replayed = session.post(llm.openai_base_url + "/chat/completions", json=body).json()
+    (event,) = http_events(cassette_path)
+    assert event.via == "vcrpy" and json.loads(event.request.body) == body
+    assert replayed == live and live["choices"][0]["message"]["content"] == "echo: via requests"
+
+
+def test_playback_never_reaches_the_network_on_a_miss(cassette_path: Path) -> None:
+    with StubLLM() as llm:
+        with record(cassette_path), httpx.Client() as client:
+            client.post(
+                llm.openai_base_url + "/chat/completions", json={"model": "m", "messages": []}
+            )
+        with playback(cassette_path) as player, httpx.Client() as client:
+            with pytest.raises(Exception, match="fixture unsupported") as info:
+                client.post(
+                    llm.openai_base_url + "/chat/completions",
+                    json={"model": "other", "messages": []},
+                )
+        assert "same method and URL with a different body" in str(info.value)
+        assert len(player.misses) == 1
+        assert len(llm.requests) == 1  # the miss was not sent

@@ -1,0 +1,144 @@
+"""@tool: schemas from type hints, calls recorded with results, errors and effects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from recorder import Tool, ToolEvent, ToolSchemaError, read_cassette, record, tool, tool_schema_hash
+
+
+class Address(BaseModel):
+    city: str
+    zip: str
+
+
+@tool(writes=True)
+def ship(order_id: int, address: Address, speed: Literal["slow", "fast"] = "slow") -> Address:
+    """Ship an order.
+
+    Args:
+        order_id: The order to ship.
+        address: Where to.
+        speed: How fast.
+    """
+    return address
+
+
+def tool_events(path: Path) -> list[ToolEvent]:
+    return [e for e in read_cassette(path).events if isinstance(e, ToolEvent)]
+
+
+def test_schema_comes_from_type_hints_and_docstring() -> None:
+    schema = ship.openai_schema()
+    assert schema["function"]["name"] == "ship"
+    assert schema["function"]["description"] == "Ship an order."
+    params = schema["function"]["parameters"]
+    assert params["required"] == ["order_id", "address"]
+    assert params["properties"]["order_id"] == {
+        "type": "integer",
+        "description": "The order to ship.",
+    }
+    assert params["properties"]["speed"]["enum"] == ["slow", "fast"]
+    assert "$defs" in params and "Address" in params["$defs"]
+    assert ship.anthropic_schema()["input_schema"] == params
+    json.dumps(schema)  # hand-able to a model as is
+
+
+def test_call_is_recorded_with_args_result_and_effect(cassette_path: Path) -> None:
+    with record(cassette_path):
+        out = ship(7, Address(city="Lyon", zip="69001"))
+    assert out == Address(city="Lyon", zip="69001")  # the caller gets the real object
+    (event,) = tool_events(cassette_path)
+    assert event.name == "ship" and event.effect == "write"
+    assert event.args == {
+        "order_id": 7,
+        "address": {"city": "Lyon", "zip": "69001"},
+        "speed": "slow",
+    }
+    assert event.result == {"city": "Lyon", "zip": "69001"}
+    assert event.error is None and event.duration >= 0 and event.delta is None
+
+
+def test_exception_is_recorded_and_propagates(cassette_path: Path) -> None:
+    @tool
+    def lookup(order_id: int) -> None:
+        raise KeyError(order_id)
+
+    with record(cassette_path), pytest.raises(KeyError):
+        lookup(order_id=404)
+    (event,) = tool_events(cassette_path)
+    assert event.effect == "read" and event.result is None
+    assert event.error is not None and event.error.type == "builtins.KeyError"
+    assert "raise KeyError" in (event.error.traceback or "")
+
+
+def test_async_tools_are_recorded(cassette_path: Path) -> None:
+    @tool
+    async def fetch(n: int) -> list[int]:
+        await asyncio.sleep(0)
+        return list(range(n))
+
+    async def agent() -> list[int]:
+        return await fetch(3)
+
+    with record(cassette_path):
+        assert asyncio.run(agent()) == [0, 1, 2]
+    (event,) = tool_events(cassette_path)
+    assert event.name == "fetch" and event.result == [0, 1, 2]
+
+
+def test_nested_tools_record_only_the_outer_call(cassette_path: Path) -> None:
+    @tool
+    def inner(x: int) -> int:
+        return x + 1
+
+    @tool
+    def outer(x: int) -> int:
+        return inner(x) * 2
+
+    with record(cassette_path):
+        assert outer(1) == 4
+    assert [e.name for e in tool_events(cassette_path)] == ["outer"]
+
+
+def test_wrapping_a_function_you_do_not_own(cassette_path: Path) -> None:
+    dumps = tool(json.dumps, name="to_json", description="Serialise a value.")
+    assert isinstance(dumps, Tool) and dumps.name == "to_json"
+    assert "obj" in dumps.parameters["properties"]  # **kw is left out of the schema
+    with record(cassette_path):
+        assert dumps({"b": 1, "a": 2}, sort_keys=True) == '{"a": 2, "b": 1}'
+    (event,) = tool_events(cassette_path)
+    assert event.name == "to_json" and event.result == '{"a": 2, "b": 1}'
+    assert event.args["obj"] == {"b": 1, "a": 2} and event.args["sort_keys"] is True
+
+
+def test_hints_without_a_json_schema_are_refused_clearly() -> None:
+    def query(conn: sqlite3.Connection, sql: str) -> None: ...
+
+    with pytest.raises(ToolSchemaError, match=r"tool 'query': its type hints have no JSON schema"):
+        tool(query)
+
+
+def test_outside_a_recording_a_tool_is_the_plain_function() -> None:
+    assert ship(1, Address(city="a", zip="b"), speed="fast").city == "a"
+
+
+def test_schema_hash_pins_the_tool_set() -> None:
+    @tool
+    def a(x: int) -> int:
+        return x
+
+    @tool
+    def a2(x: str) -> str:
+        return x
+
+    assert tool_schema_hash([a]) == tool_schema_hash([a.openai_schema()])
+    assert tool_schema_hash([a]) != tool_schema_hash([tool(a2.fn, name="a")])
+    assert len(tool_schema_hash([a, ship])) == 16

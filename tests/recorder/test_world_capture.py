@@ -1,0 +1,200 @@
+"""Each tool call records its world delta: rows inserted, deleted, updated (changed fields)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from recorder import RowChange, ToolEvent, WarningEvent, read_cassette, record, tool
+from recorder._capture import ChangeCapture
+
+
+@pytest.fixture
+def big_world(tmp_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(tmp_path / "world.db")
+    conn.execute("create table items (id integer primary key, sku text, qty integer, meta text)")
+    conn.executemany(
+        "insert into items values (?, ?, ?, ?)",
+        ((i, f"SKU-{i}", i % 7, '{"a": 1}') for i in range(1, 100_001)),
+    )
+    conn.execute("create table tags (item_id integer, tag text, primary key (item_id, tag))")
+    conn.execute("create table log (line text)")  # no primary key: keyed by rowid
+    conn.commit()
+    return conn
+
+
+def tool_events(path: Path) -> list[ToolEvent]:
+    return [e for e in read_cassette(path).events if isinstance(e, ToolEvent)]
+
+
+def test_insert_into_100k_rows_records_exactly_that_row(
+    big_world: sqlite3.Connection, cassette_path: Path
+) -> None:
+    @tool(writes=True)
+    def add_item(sku: str, qty: int) -> int:
+        with big_world:
+            return int(
+                big_world.execute(
+                    "insert into items (sku, qty, meta) values (?, ?, null)", (sku, qty)
+                ).lastrowid  # type: ignore[arg-type]
+            )
+
+    with record(cassette_path, world=big_world):
+        add_item("NEW-1", 3)
+    (event,) = tool_events(cassette_path)
+    assert event.delta == {
+        "items": [
+            RowChange(key=[100_001], after={"id": 100_001, "sku": "NEW-1", "qty": 3, "meta": None})
+        ]
+    }
+    assert read_cassette(cassette_path).footer.state_diff == event.delta  # type: ignore[union-attr]
+
+
+def test_update_records_changed_fields_only(
+    big_world: sqlite3.Connection, cassette_path: Path
+) -> None:
+    @tool(writes=True)
+    def restock(item_id: int, qty: int) -> None:
+        big_world.execute("update items set qty = ?, sku = sku where id = ?", (qty, item_id))
+
+    with record(cassette_path, world=big_world):
+        restock(5000, 99)
+        restock(5000, 99)  # no field changes: no delta
+    first, second = tool_events(cassette_path)
+    assert first.delta == {
+        "items": [RowChange(key=[5000], before={"qty": 5000 % 7}, after={"qty": 99})]
+    }
+    assert second.delta == {}
+
+
+def test_delete_composite_key_rowid_and_net_diff(
+    big_world: sqlite3.Connection, cassette_path: Path
+) -> None:
+    @tool(writes=True)
+    def work() -> None:
+        big_world.execute("delete from items where id = 7")
+        big_world.execute("insert into tags values (1, 'red'), (1, 'blue')")
+        big_world.execute("delete from tags where tag = 'blue'")
+        big_world.execute("insert into log values ('hello')")
+
+    @tool(writes=True)
+    def undo_red() -> None:
+        big_world.execute("delete from tags where tag = 'red'")
+        big_world.execute("update log set line = 'bye'")
+
+    with record(cassette_path, world=big_world):
+        work()
+        undo_red()
+    first, second = tool_events(cassette_path)
+    assert first.delta == {
+        "items": [
+            RowChange(key=[7], before={"id": 7, "sku": "SKU-7", "qty": 0, "meta": '{"a": 1}'})
+        ],
+        "tags": [RowChange(key=[1, "red"], after={"item_id": 1, "tag": "red"})],
+        "log": [RowChange(key=[1], after={"line": "hello"})],
+    }
+    assert second.delta == {
+        "tags": [RowChange(key=[1, "red"], before={"item_id": 1, "tag": "red"})],
+        "log": [RowChange(key=[1], before={"line": "hello"}, after={"line": "bye"})],
+    }
+    footer = read_cassette(cassette_path).footer
+    assert footer is not None
+    # Net: the red tag came and went; the log row was inserted with its final value.
+    assert footer.state_diff == {
+        "items": first.delta["items"],
+        "log": [RowChange(key=[1], after={"line": "bye"})],
+    }
+
+
+def test_a_failing_tool_records_what_it_changed_and_its_error(cassette_path: Path) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table t (id integer primary key, v real)")
+
+    @tool(writes=True)
+    def half_done() -> None:
+        conn.execute("insert into t values (1, 1.5)")
+        raise RuntimeError("network down")
+
+    with record(cassette_path, world=conn), pytest.raises(RuntimeError):
+        half_done()
+    (event,) = tool_events(cassette_path)
+    assert event.error is not None and event.error.message == "network down"
+    assert event.error.type == "builtins.RuntimeError"
+    assert event.delta == {"t": [RowChange(key=[1], after={"id": 1, "v": 1.5})]}
+
+
+def test_blobs_new_tables_and_changes_outside_tools(cassette_path: Path) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table files (id integer primary key, data blob)")
+
+    @tool(writes=True)
+    def store() -> None:
+        conn.execute("insert into files values (1, x'00ff')")
+        conn.execute("create table extra (k text primary key, v integer)")
+        conn.execute("insert into extra values ('a', 1)")
+
+    with record(cassette_path, world=conn):
+        store()
+        conn.execute("insert into extra values ('b', 2)")  # the agent itself, not a tool
+    events = read_cassette(cassette_path).events
+    (call,) = [e for e in events if isinstance(e, ToolEvent)]
+    assert call.delta == {
+        "files": [RowChange(key=[1], after={"id": 1, "data": "00FF"})],
+        "extra": [RowChange(key=["a"], after={"k": "a", "v": 1})],
+    }
+    (warning,) = [e for e in events if isinstance(e, WarningEvent)]
+    assert warning.message == "the world changed outside any tool call"
+    assert warning.delta == {"extra": [RowChange(key=["b"], after={"k": "b", "v": 2})]}
+
+
+def test_writes_through_another_connection_are_reported(
+    tmp_path: Path, cassette_path: Path
+) -> None:
+    conn = sqlite3.connect(tmp_path / "w.db")
+    conn.execute("create table t (id integer primary key)")
+    conn.commit()
+
+    @tool(writes=True)
+    def sneaky() -> None:
+        other = sqlite3.connect(tmp_path / "w.db")
+        with other:
+            other.execute("insert into t values (1)")
+        other.close()
+
+    with record(cassette_path, world=conn):
+        sneaky()
+    warnings = [
+        e.message for e in read_cassette(cassette_path).events if isinstance(e, WarningEvent)
+    ]
+    assert any("another connection wrote to the world" in w for w in warnings)
+
+
+def test_read_only_tool_that_writes_is_flagged(cassette_path: Path) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table t (id integer primary key)")
+
+    @tool
+    def lookup() -> None:
+        conn.execute("insert into t values (1)")
+
+    with record(cassette_path, world=conn):
+        lookup()
+    events = read_cassette(cassette_path).events
+    assert any(
+        isinstance(e, WarningEvent) and "declared read-only but changed the world" in e.message
+        for e in events
+    )
+
+
+def test_capture_leaves_no_trace_in_the_world(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "w.db")
+    conn.execute("create table t (id integer primary key)")
+    before = conn.execute("select sql from sqlite_master").fetchall()
+    capture = ChangeCapture(conn)
+    conn.execute("insert into t values (1)")
+    assert capture.take()[0] == {"t": [RowChange(key=[1], after={"id": 1})]}
+    capture.close()
+    assert conn.execute("select sql from sqlite_master").fetchall() == before
+    assert conn.execute("select count(*) from temp.sqlite_master").fetchone() == (0,)

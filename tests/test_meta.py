@@ -1,0 +1,43 @@
+"""Packaging promises: the public API, the layering, the committed schema."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
+import recorder
+from recorder._schema import schema_text
+from tests.helpers import REPO
+
+
+@pytest.mark.parametrize("module", [recorder])
+def test_exported_members_are_complete(module: ModuleType) -> None:
+    exported = module.__all__
+    assert len(exported) == len(set(exported))
+    assert all(hasattr(module, name) for name in exported)
+    public = {
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_") and not isinstance(v, ModuleType)
+    }
+    assert public - {"annotations"} <= set(exported)
+
+
+def test_recorder_never_imports_replay() -> None:
+    code = "import sys, recorder; print([m for m in sys.modules if m.split('.')[0] == 'replay'])"
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_committed_json_schema_is_current() -> None:
+    committed = (REPO / "recorder" / "cassette.schema.json").read_text()
+    assert committed == schema_text(), "run `make schema` and commit recorder/cassette.schema.json"
