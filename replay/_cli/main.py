@@ -13,7 +13,7 @@ import click
 
 from recorder import ReplayError, __version__
 
-from . import show
+from . import show, stub_llm
 
 
 class ExitCode(IntEnum):
@@ -42,6 +42,7 @@ def cli() -> None:
 
 
 cli.add_command(show.show)
+cli.add_command(stub_llm.stub_llm)
 
 
 def main() -> None:

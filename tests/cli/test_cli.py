@@ -110,3 +110,42 @@ def test_every_command_has_help() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for command in cli.commands:
         assert f"replay {command}" in readme, f"README does not mention `replay {command}`"
+
+
+def test_stub_llm_refuses_a_bad_script_in_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": 3}')
+    code, _out, err = run("stub-llm", "--script", str(script), "--port", "0")
+    assert code == 2
+    assert err == f"error: {script}: expected an object with a 'turns' list\n"
+
+
+def test_stub_llm_serves_a_script(tmp_path: Path) -> None:
+    import re
+    import subprocess
+    import sys
+
+    import openai
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"content": "scripted hello"}]}))
+    replay_bin = Path(sys.executable).with_name("replay")
+    proc = subprocess.Popen(
+        [replay_bin, "stub-llm", "--script", str(script), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        match = re.search(r"OpenAI base URL (\S+),", proc.stderr.readline())
+        assert match, "stub-llm did not announce its URL"
+        with openai.OpenAI(base_url=match.group(1), api_key="k", max_retries=0) as client:
+            reply = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+        assert reply.choices[0].message.content == "scripted hello"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr:
+            proc.stderr.close()

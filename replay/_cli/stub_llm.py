@@ -1,0 +1,39 @@
+"""``replay stub-llm``: run the stub LLM server in the foreground."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from recorder import ConfigError
+
+from ..stub_llm import EchoPolicy, Policy, ScriptedPolicy, serve
+
+
+@click.command("stub-llm")
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON script: {"turns": [{"content": ...} | {"tool_calls": [...]}], "final": ...}. '
+    "Without it the stub echoes the last user message.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True, help="0 picks a free port.")
+@click.option("--seed", default=0, show_default=True, help="Seed for flakiness.")
+@click.option(
+    "--flake-rate",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Probability that a turn repeats the previous one (a flaky model).",
+)
+def stub_llm(script: Path | None, host: str, port: int, seed: int, flake_rate: float) -> None:
+    """Serve OpenAI /v1/chat/completions and Anthropic /v1/messages from a scripted policy."""
+    policy: Policy = EchoPolicy()
+    if script is not None:
+        try:
+            policy = ScriptedPolicy.from_json(script)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    serve(policy, host=host, port=port, seed=seed, flake_rate=flake_rate)
