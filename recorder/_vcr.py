@@ -93,4 +93,19 @@ _BRIDGE = _Bridge()
 
 def vcr_patches() -> list[Any]:
     """Return vcrpy's patches for the http.client family, bound to the bridge."""
-    return list(CassettePatcherBuilder(_BRIDGE).build())
+    # vcrpy >= 9 honours skip_patchers; older releases (the ones Python 3.10 gets)
+    # build httpx patchers regardless, so drop any patch whose target is httpx's.
+    return [
+        patch
+        for patch in CassettePatcherBuilder(_BRIDGE).build()
+        if _target_module(patch) not in _SKIPPED
+    ]
+
+
+def _target_module(patch: Any) -> str:
+    getter = getattr(patch, "getter", None)  # mock patches; vcrpy's own patchers have none
+    target = getter() if getter is not None else None
+    return str(getattr(target, "__module__", "")).split(".")[0]
+
+
+_SKIPPED = frozenset(_Bridge.skip_patchers)
