@@ -3,14 +3,23 @@
 TEMP triggers on every table append each inserted, deleted or updated row
 (as JSON) to a TEMP change log. They live only in the capturing connection,
 so the world file gains no schema, and reading the changes of one call costs
-the rows it changed, not the size of its tables. Changes made through
-another connection are not seen; ``PRAGMA data_version`` tells us they
-happened, and the recording says so.
+the rows it changed, not the size of its tables.
+
+Limits, each reported or documented rather than guessed around:
+- changes made through another connection are not seen (``PRAGMA
+  data_version`` tells us they happened; the recording warns);
+- ``ALTER TABLE ... DROP COLUMN`` on a captured table fails while capturing
+  (SQLite refuses to drop a column a trigger reads); a renamed table reads as
+  a dropped one plus a new one; a column added by ``ALTER TABLE`` is captured
+  from the next tool call on (triggers are re-armed between calls);
+- ``recursive_triggers`` is switched on while capturing so that rows removed
+  by ``REPLACE`` fire the delete trigger; it is restored on close.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -19,11 +28,39 @@ from typing import Any
 from ._delta import DeltaBuilder
 from ._schema import Scalar, WorldDelta
 
-_LOG = "_replay_changes"
+_instances = itertools.count(1)
+_CHUNK = 100  # json_array arguments per call; SQLite allows at most 127 by default
+_REAL_TAG = "$real"
 
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _value_sql(ref: str) -> str:
+    # Reals go out as 17 significant digits (json_array keeps 15, and cannot write Inf),
+    # tagged so they are not mistaken for text; blobs as hex.
+    return (
+        f"CASE typeof({ref}) WHEN 'real' THEN json_object('{_REAL_TAG}', printf('%!.17g', {ref})) "
+        f"WHEN 'blob' THEN hex({ref}) ELSE {ref} END"
+    )
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _decode(text: str) -> list[Any]:
+    values: list[Any] = json.loads(text, object_hook=_untag)
+    return values
+
+
+def _untag(obj: dict[str, Any]) -> Any:
+    return float(obj[_REAL_TAG]) if len(obj) == 1 and _REAL_TAG in obj else obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +75,19 @@ class _Table:
     def values_sql(self, ref: str) -> str:
         cols = [f"{ref}.{_q(c)}" for c in self.columns]
         if self.has_rowid:
-            cols.insert(0, f"{ref}.rowid")
-        parts = [f"CASE typeof({c}) WHEN 'blob' THEN hex({c}) ELSE {c} END" for c in cols]
-        return f"json_array({', '.join(parts)})"
+            cols.insert(0, f"{ref}._rowid_")
+        parts = [_value_sql(c) for c in cols]
+        if len(parts) <= _CHUNK:
+            return f"json_array({', '.join(parts)})"
+        chunks = [
+            f"json_array({', '.join(parts[i : i + _CHUNK])})" for i in range(0, len(parts), _CHUNK)
+        ]
+        return f"json_array({', '.join(chunks)})"
 
-    def row(self, values: list[Any]) -> tuple[tuple[Scalar, ...], dict[str, Any]]:
+    def row(self, text: str) -> tuple[tuple[Scalar, ...], dict[str, Any]]:
+        values = _decode(text)
+        if len(self.columns) + self.has_rowid > _CHUNK:
+            values = [v for chunk in values for v in chunk]
         key = tuple(values[i] for i in self.key_positions)
         data = values[1:] if self.has_rowid else values
         return key, dict(zip(self.columns, data, strict=True))
@@ -57,107 +102,160 @@ class ChangeCapture:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self._id = next(_instances)
+        self._log = f"_replay_changes_{self._id}"
+        self._seq_fn = f"_replay_seq_{self._id}"
+        # Log ids come from Python, not the table: a rolled-back transaction must not
+        # hand out again ids the capture has already read past.
+        counter = itertools.count(1)
+        conn.create_function(self._seq_fn, 0, lambda: next(counter))
         self._tables: dict[str, _Table] = {}
-        self._triggers = 0
-        conn.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS {_LOG}"
+        self._slots: dict[str, int] = {}
+        self._mark = 0
+        self._recursive = bool(self._one("PRAGMA recursive_triggers"))
+        self._run("PRAGMA recursive_triggers = ON")
+        self._run(
+            f"CREATE TEMP TABLE {self._log}"
             "(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, old TEXT, new TEXT)"
         )
-        self._mark = conn.execute(f"SELECT coalesce(max(id), 0) FROM temp.{_LOG}").fetchone()[0]
         self._schema_version = -1
         self._sync_schema(initial=True)
-        self._data_version = self._pragma("data_version")
+        self._data_version = self._one("PRAGMA main.data_version")
 
-    def _pragma(self, name: str) -> int:
-        return int(self.conn.execute(f"PRAGMA main.{name}").fetchone()[0])
+    # -- statements of our own, immune to the user's connection settings -----
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        text_factory = self.conn.text_factory
+        self.conn.text_factory = _text
+        try:
+            cursor = self.conn.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
+        finally:
+            self.conn.text_factory = text_factory
+
+    def _one(self, sql: str) -> int:
+        return int(self._rows(sql)[0][0])
+
+    def _run(self, sql: str) -> None:
+        # No implicit BEGIN (legacy isolation would open one before an INSERT and leave
+        # the user's connection inside a transaction); inside the user's transaction, join it.
+        level = self.conn.isolation_level
+        self.conn.isolation_level = None
+        try:
+            self.conn.execute(sql)
+        finally:
+            self.conn.isolation_level = level
+
+    # -- schema ---------------------------------------------------------------
 
     def _user_tables(self) -> list[str]:
-        rows = self.conn.execute(
+        rows = self._rows(
             "SELECT name, sql FROM main.sqlite_master WHERE type = 'table' "
-            "AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        )
         virtual = [n for n, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL")]
-        return [
-            n
-            for n, _ in rows
-            if n not in virtual and not any(n.startswith(v + "_") for v in virtual)
-        ]
+        shadow = tuple(v + "_" for v in virtual)
+        return [n for n, _ in rows if n not in virtual and not n.startswith(shadow)]
 
     def _describe(self, name: str) -> _Table:
-        info = self.conn.execute(f"PRAGMA main.table_info({_q(name)})").fetchall()
+        info = self._rows(f"PRAGMA main.table_info({_q(name)})")
         columns = tuple(r[1] for r in info)
         pk = sorted((r[5], r[1]) for r in info if r[5])
         if not pk:  # keyed by rowid, logged as the first value
             return _Table(name, columns, (0,), True)
         return _Table(name, columns, tuple(columns.index(c) for _, c in pk), False)
 
-    def _install(self, table: _Table, n: int) -> None:
-        name = table.name.replace("'", "''")
+    def _install(self, table: _Table, slot: int) -> None:
         target = f"main.{_q(table.name)}"
+        log = (
+            f"INSERT INTO {self._log}(id, tbl, old, new) "
+            f"VALUES ({self._seq_fn}(), {_lit(table.name)}"
+        )
         for op, when, old, new in (
             ("i", "INSERT", "NULL", table.values_sql("NEW")),
             ("d", "DELETE", table.values_sql("OLD"), "NULL"),
             ("u", "UPDATE", table.values_sql("OLD"), table.values_sql("NEW")),
         ):
-            self.conn.execute(
-                f"CREATE TEMP TRIGGER IF NOT EXISTS _replay_{op}{n} AFTER {when} ON {target} "
-                f"BEGIN INSERT INTO {_LOG}(tbl, old, new) VALUES ('{name}', {old}, {new}); END"
+            trigger = f"_replay_{self._id}_{op}{slot}"
+            self._run(f"DROP TRIGGER IF EXISTS temp.{trigger}")
+            self._run(
+                f"CREATE TEMP TRIGGER {trigger} AFTER {when} ON {target} "
+                f"BEGIN {log}, {old}, {new}); END"
             )
 
+    def _armed(self) -> set[str]:
+        rows = self._rows(
+            "SELECT tbl_name FROM temp.sqlite_master WHERE type = 'trigger' AND name LIKE ? "
+            "ESCAPE '\\'",
+            (f"\\_replay\\_{self._id}\\_%",),
+        )
+        return {r[0] for r in rows}
+
     def _sync_schema(self, *, initial: bool = False) -> list[str]:
-        """Install triggers on tables created since the last call; return warnings."""
-        version = self._pragma("schema_version")
+        """Re-arm triggers after any schema change; return warnings."""
+        version = self._one("PRAGMA main.schema_version")
         if version == self._schema_version:
             return []
         self._schema_version = version
+        notes = []
         current = self._user_tables()
-        notes = [
-            f"table {name!r} was dropped; its rows are not in the delta"
-            for name in self._tables
-            if name not in current
-        ]
         for name in [n for n in self._tables if n not in current]:
+            notes.append(f"table {name!r} was dropped or renamed; its rows are not in the delta")
             del self._tables[name]
+            for op in "idu":  # a renamed table keeps its triggers, now logging the old name
+                self._run(f"DROP TRIGGER IF EXISTS temp._replay_{self._id}_{op}{self._slots[name]}")
+        armed = self._armed()
         for name in current:
-            if name in self._tables:
-                continue
             table = self._describe(name)
+            known = self._tables.get(name)
+            if known == table and name in armed:
+                continue
+            if known is not None and name not in armed:
+                notes.append(
+                    f"table {name!r} was dropped and created again; "
+                    "only its changes since then are in the delta"
+                )
             self._tables[name] = table
-            self._triggers += 1
-            self._install(table, self._triggers)
-            if not initial:
+            self._install(table, self._slots.setdefault(name, len(self._slots)))
+            if known is None and not initial:
                 self._log_existing_rows(table)
         return notes
 
     def _log_existing_rows(self, table: _Table) -> None:
         # A table created during the trial: every row it holds is an insert.
-        name = table.name.replace("'", "''")
-        self.conn.execute(
-            f"INSERT INTO temp.{_LOG}(tbl, old, new) "
-            f"SELECT '{name}', NULL, {table.values_sql('t')} FROM main.{_q(table.name)} AS t"
+        self._run(
+            f"INSERT INTO {self._log}(id, tbl, old, new) SELECT {self._seq_fn}(), "
+            f"{_lit(table.name)}, NULL, {table.values_sql('t')} FROM main.{_q(table.name)} AS t"
         )
+
+    # -- reading changes --------------------------------------------------------
 
     def take(self) -> tuple[WorldDelta, list[str]]:
         """Return the changes since the last call, and warnings about what was missed."""
+        builder = DeltaBuilder()
+        # Read what the current triggers logged before re-arming them for a new schema.
+        self._drain(builder)
         notes = self._sync_schema()
-        version = self._pragma("data_version")
+        self._drain(builder)
+        version = self._one("PRAGMA main.data_version")
         if version != self._data_version:
             self._data_version = version
             notes.append(
                 "another connection wrote to the world; those changes are not captured "
                 "(give tools the recorded connection)"
             )
-        rows = self.conn.execute(
-            f"SELECT id, tbl, old, new FROM temp.{_LOG} WHERE id > ? ORDER BY id", (self._mark,)
-        ).fetchall()
-        if not rows:
-            return {}, notes
-        self._mark = rows[-1][0]
-        builder = DeltaBuilder()
+        return builder.build(), notes
+
+    def _drain(self, builder: DeltaBuilder) -> None:
+        rows = self._rows(
+            f"SELECT id, tbl, old, new FROM temp.{self._log} WHERE id > ? ORDER BY id",
+            (self._mark,),
+        )
         for _, tbl, old, new in rows:
             table = self._tables[tbl]
-            before = table.row(json.loads(old)) if old is not None else None
-            after = table.row(json.loads(new)) if new is not None else None
+            before = table.row(old) if old is not None else None
+            after = table.row(new) if new is not None else None
             if before and after and before[0] != after[0]:
                 # The primary key itself changed: a delete of the old key, an insert of the new.
                 builder.add(tbl, before[0], before[1], None)
@@ -166,17 +264,19 @@ class ChangeCapture:
                 builder.add(tbl, before[0], before[1], after[1] if after else None)
             elif after:
                 builder.add(tbl, after[0], None, after[1])
-        return builder.build(), notes
+        if rows:
+            self._mark = rows[-1][0]
 
     def close(self) -> None:
-        """Remove the triggers and the change log from the connection."""
-        names = self.conn.execute(
+        """Remove this capture's triggers and change log from the connection."""
+        for name in self._rows(
             "SELECT name FROM temp.sqlite_master "
-            "WHERE type = 'trigger' AND name LIKE '\\_replay\\_%' ESCAPE '\\'"
-        ).fetchall()
-        for (name,) in names:
-            self.conn.execute(f"DROP TRIGGER IF EXISTS temp.{_q(name)}")
-        self.conn.execute(f"DROP TABLE IF EXISTS temp.{_LOG}")
+            "WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
+            (f"\\_replay\\_{self._id}\\_%",),
+        ):
+            self._run(f"DROP TRIGGER IF EXISTS temp.{_q(name[0])}")
+        self._run(f"DROP TABLE IF EXISTS temp.{self._log}")
+        self._run(f"PRAGMA recursive_triggers = {'ON' if self._recursive else 'OFF'}")
 
 
 def world_hash(conn: sqlite3.Connection) -> str:
@@ -187,15 +287,18 @@ def world_hash(conn: sqlite3.Connection) -> str:
     Costs one read of the database; pass ``Pins(fixture_hash=...)`` to skip it.
     """
     digest = hashlib.sha256()
-    schema = conn.execute(
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    schema = cursor.execute(
         "SELECT type, name, sql FROM main.sqlite_master "
-        "WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+        "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name"
     ).fetchall()
     for kind, name, sql in schema:
         digest.update(json.dumps([kind, name, sql]).encode())
         if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL"):
-            pk = [r[1] for r in sorted(conn.execute(f"PRAGMA main.table_info({_q(name)})")) if r[5]]
-            order = ", ".join(_q(c) for c in pk) if pk else "rowid"
-            for row in conn.execute(f"SELECT * FROM main.{_q(name)} ORDER BY {order}"):
+            info = cursor.execute(f"PRAGMA main.table_info({_q(name)})").fetchall()
+            pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
+            order = ", ".join(_q(c) for c in pk) if pk else "_rowid_"
+            for row in cursor.execute(f"SELECT * FROM main.{_q(name)} ORDER BY {order}"):
                 digest.update(repr(row).encode())
     return digest.hexdigest()[:16]

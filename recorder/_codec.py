@@ -1,7 +1,10 @@
 """Cassette bytes: a magic prefix, then msgpack records in one raw-deflate stream.
 
 Layout: ``MAGIC`` (8 bytes), one container byte, then a raw deflate stream
-holding msgpack-encoded records back to back. After every record the
+holding, for each record, its CRC-32 (a msgpack integer) followed by the
+record (a msgpack map); the CRC catches damage deflate itself would not
+(raw deflate has no checksum, and a flipped bit can decode into a different
+but well-formed value). After every record the
 compressor is flushed with ``Z_SYNC_FLUSH``, so every complete record is
 on disk, decodable, the moment ``encode`` returns; a process killed at any
 point leaves a readable prefix. One shared stream (not a stream per record)
@@ -40,7 +43,8 @@ class Encoder:
     def encode(self, record: dict[str, Any]) -> bytes:
         """Return the bytes of one record, complete and decodable on their own."""
         raw = msgpack.packb(record, use_bin_type=True)
-        return self._deflate.compress(raw) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
+        framed = msgpack.packb(zlib.crc32(raw)) + raw
+        return self._deflate.compress(framed) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
 
     def finish(self) -> bytes:
         """Return the bytes that end the deflate stream (marks a clean close)."""
@@ -80,14 +84,25 @@ def decode(data: bytes) -> Decoded:
         raise DecodeError(
             f"{len(inflate.unused_data)} unexpected bytes after the end of the stream"
         )
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(raw) + 1)
+    # max_buffer_size=0 lifts msgpack's size limits, which otherwise derive from the
+    # buffer and would call a long list cut short "too long" instead of truncated.
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
     unpacker.feed(raw)
     records: list[dict[str, Any]] = []
+    complete = 0
     try:
-        for obj in unpacker:
-            if not isinstance(obj, dict):
-                raise DecodeError(f"record {len(records)} is not a map")
-            records.append(obj)
-    except (msgpack.UnpackException, ValueError) as exc:
+        while True:
+            crc = unpacker.unpack()
+            start = unpacker.tell()
+            record = unpacker.unpack()
+            if not isinstance(crc, int) or not isinstance(record, dict):
+                raise DecodeError(f"record {len(records)} is not framed as a record")
+            if zlib.crc32(raw[start : unpacker.tell()]) != crc:
+                raise DecodeError(f"record {len(records)} fails its checksum")
+            records.append(record)
+            complete = unpacker.tell()
+    except msgpack.OutOfData:
+        pass
+    except (msgpack.UnpackException, ValueError, TypeError) as exc:
         raise DecodeError(f"damaged record {len(records)} ({exc})") from exc
-    return Decoded(records=records, tail_bytes=len(raw) - unpacker.tell())
+    return Decoded(records=records, tail_bytes=len(raw) - complete)

@@ -18,10 +18,10 @@ from typing import Any
 from unittest import mock
 
 from ._playback import Playback
-from ._schema import HttpRequest, HttpResponse
+from ._schema import HttpEvent, HttpRequest
 from ._session import current_session
 
-Done = Callable[[list[bytes], BaseException | None], None]
+Done = Callable[[list[bytes], BaseException | None, bool], None]
 
 MODULES = ("httpx", "httpx2")
 
@@ -51,13 +51,27 @@ def _request(mod: ModuleType, request: Any, body: bytes) -> HttpRequest:
     )
 
 
-def _replayed(mod: ModuleType, recorded: HttpResponse) -> Any:
+def _replayed(mod: ModuleType, recorded: HttpEvent, request: Any) -> Any:
+    """Rebuild the recorded outcome: a response (its chunks, then its error if one cut it)."""
+    error = _error(mod, recorded, request) if recorded.error is not None else None
+    if recorded.response is None:
+        raise error if error is not None else mod.TransportError("no response recorded")
     return mod.Response(
-        recorded.status,
-        headers=recorded.headers,
-        stream=_classes(mod)[2](recorded.chunks),
+        recorded.response.status,
+        headers=recorded.response.headers,
+        stream=_classes(mod)[2](recorded.response.chunks, error),
         extensions={"http_version": b"HTTP/1.1"},
     )
+
+
+def _error(mod: ModuleType, recorded: HttpEvent, request: Any) -> Exception:
+    assert recorded.error is not None
+    name = recorded.error.type.rsplit(".", 1)[-1]
+    cls = getattr(mod, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, mod.TransportError)):
+        cls = mod.TransportError
+    error: Exception = cls(recorded.error.message, request=request)
+    return error
 
 
 def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,21 +84,24 @@ def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
             return original(transport, request)
         req = _request(mod, request, request.read())
         if isinstance(session, Playback):
-            return _replayed(mod, session.respond(req, via=via))
+            return _replayed(mod, session.respond(req, via=via), request)
         recorder = session
         t0 = recorder.now()
         try:
             response = original(transport, request)
         except Exception as exc:
-            recorder.record_http(via, req, t0, None, None, [], exc)
+            recorder.record_http(via, req, t0, None, None, [], exc, False)
             raise
         ttfb = recorder.now() - t0
         head = (response.status_code, list(response.headers.multi_items()))
         done: Done = functools.partial(recorder.record_http, via, req, t0, ttfb, head)
         if hasattr(response, "_content"):  # built with content= (MockTransport): already whole
-            done([response.content] if response.content else [], None)
+            raw = b"".join(response.stream)  # as sent, before content-encoding is undone
+            done([raw] if raw else [], None, True)
         else:
-            response.stream = _classes(mod)[0](response.stream, recorder.track(done))
+            chunks: list[bytes] = []
+            tee = _classes(mod)[0]
+            response.stream = tee(response.stream, recorder.track(done, chunks), chunks)
         return response
 
     return handle_request
@@ -100,21 +117,24 @@ def _async(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
             return await original(transport, request)
         req = _request(mod, request, await request.aread())
         if isinstance(session, Playback):
-            return _replayed(mod, session.respond(req, via=via))
+            return _replayed(mod, session.respond(req, via=via), request)
         recorder = session
         t0 = recorder.now()
         try:
             response = await original(transport, request)
         except Exception as exc:
-            recorder.record_http(via, req, t0, None, None, [], exc)
+            recorder.record_http(via, req, t0, None, None, [], exc, False)
             raise
         ttfb = recorder.now() - t0
         head = (response.status_code, list(response.headers.multi_items()))
         done: Done = functools.partial(recorder.record_http, via, req, t0, ttfb, head)
         if hasattr(response, "_content"):  # built with content= (MockTransport): already whole
-            done([response.content] if response.content else [], None)
+            raw = b"".join(response.stream)  # as sent, before content-encoding is undone
+            done([raw] if raw else [], None, True)
         else:
-            response.stream = _classes(mod)[1](response.stream, recorder.track(done))
+            chunks: list[bytes] = []
+            tee = _classes(mod)[1]
+            response.stream = tee(response.stream, recorder.track(done, chunks), chunks)
         return response
 
     return handle_async_request
@@ -129,9 +149,8 @@ def _classes(mod: ModuleType) -> tuple[type, type, type]:
     """
 
     class SyncTee(mod.SyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, inner: Any, done: Done) -> None:
-            self._inner, self._done = inner, done
-            self._chunks: list[bytes] = []
+        def __init__(self, inner: Any, done: Done, chunks: list[bytes]) -> None:
+            self._inner, self._done, self._chunks = inner, done, chunks
 
         def __iter__(self) -> Iterator[bytes]:
             try:
@@ -141,20 +160,19 @@ def _classes(mod: ModuleType) -> tuple[type, type, type]:
             except GeneratorExit:
                 raise
             except BaseException as exc:
-                self._done(self._chunks, exc)
+                self._done(self._chunks, exc, False)
                 raise
-            self._done(self._chunks, None)
+            self._done(self._chunks, None, True)
 
         def close(self) -> None:
             try:
                 self._inner.close()
             finally:
-                self._done(self._chunks, None)
+                self._done(self._chunks, None, False)  # a no-op if the body already ended
 
     class AsyncTee(mod.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, inner: Any, done: Done) -> None:
-            self._inner, self._done = inner, done
-            self._chunks: list[bytes] = []
+        def __init__(self, inner: Any, done: Done, chunks: list[bytes]) -> None:
+            self._inner, self._done, self._chunks = inner, done, chunks
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             try:
@@ -164,25 +182,29 @@ def _classes(mod: ModuleType) -> tuple[type, type, type]:
             except GeneratorExit:
                 raise
             except BaseException as exc:
-                self._done(self._chunks, exc)
+                self._done(self._chunks, exc, False)
                 raise
-            self._done(self._chunks, None)
+            self._done(self._chunks, None, True)
 
         async def aclose(self) -> None:
             try:
                 await self._inner.aclose()
             finally:
-                self._done(self._chunks, None)
+                self._done(self._chunks, None, False)
 
     class Chunks(mod.SyncByteStream, mod.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, chunks: list[bytes]) -> None:
-            self._chunks = chunks
+        def __init__(self, chunks: list[bytes], error: Exception | None) -> None:
+            self._chunks, self._error = chunks, error
 
         def __iter__(self) -> Iterator[bytes]:
             yield from self._chunks
+            if self._error is not None:
+                raise self._error
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             for chunk in self._chunks:
                 yield chunk
+            if self._error is not None:
+                raise self._error
 
     return SyncTee, AsyncTee, Chunks

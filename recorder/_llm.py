@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -69,7 +69,10 @@ def short_hash(value: Any) -> str:
 
 def api_of(url: str) -> Literal["openai", "anthropic"] | None:
     """Return which LLM API a request URL belongs to, if any."""
-    path = urlsplit(url).path.rstrip("/")
+    try:
+        path = urlsplit(url).path.rstrip("/")
+    except ValueError:
+        return None
     if path.endswith("/chat/completions"):
         return "openai"
     if path.endswith("/messages"):
@@ -92,17 +95,19 @@ def response_body(response: HttpResponse) -> bytes:
 
 
 def llm_call(event: HttpEvent) -> LlmCall | None:
-    """Return the LLM view of an HTTP event, or None if it is not an LLM call."""
+    """Return the LLM view of an HTTP event, or None if it is not an LLM call.
+
+    Never raises: a body that does not have the expected shape yields None
+    (not an LLM call) or a call without its reply.
+    """
     api = api_of(event.request.url)
     if api is None:
         return None
     try:
         req = json.loads(event.request.body or b"{}")
-    except ValueError:
+        call = _parse_request(api, req)
+    except _SHAPE_ERRORS:
         return None
-    if not isinstance(req, dict):
-        return None
-    call = _parse_request(api, req)
     if event.response is None or event.response.status >= 400:
         return call
     body = response_body(event.response)
@@ -111,22 +116,23 @@ def llm_call(event: HttpEvent) -> LlmCall | None:
             reply = _parse_reply(api, json.loads(body))
         else:
             reply = _parse_stream(api, _sse_payloads(body))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        text, tool_calls, tokens_in, tokens_out = reply
+        return replace(
+            call,
+            reply_text=text if isinstance(text, str) or text is None else str(text),
+            reply_tool_calls=tool_calls,
+            input_tokens=_count(tokens_in),
+            output_tokens=_count(tokens_out),
+        )
+    except _SHAPE_ERRORS:
         return call
-    text, tool_calls, tokens_in, tokens_out = reply
-    return LlmCall(
-        api=call.api,
-        model=call.model,
-        system=call.system,
-        messages=call.messages,
-        tools=call.tools,
-        sampling=call.sampling,
-        stream=call.stream,
-        reply_text=text,
-        reply_tool_calls=tool_calls,
-        input_tokens=tokens_in,
-        output_tokens=tokens_out,
-    )
+
+
+_SHAPE_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and value == value else 0
 
 
 def _text(content: Any) -> str:
@@ -141,19 +147,26 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def _parse_request(api: Literal["openai", "anthropic"], req: dict[str, Any]) -> LlmCall:
-    messages: list[dict[str, Any]] = list(req.get("messages") or [])
+def _parse_request(api: Literal["openai", "anthropic"], req: Any) -> LlmCall:
+    if not isinstance(req, dict):
+        raise TypeError("request body is not an object")
+    messages = req.get("messages") or []
+    if not isinstance(messages, list):
+        raise TypeError("messages is not a list")
+    messages = [m if isinstance(m, dict) else {"role": "?", "content": m} for m in messages]
     if api == "openai":
         sys_msgs = [m for m in messages if m.get("role") in ("system", "developer")]
         system = _text(sys_msgs[0].get("content")) if sys_msgs else None
     else:
         system = _text(req.get("system")) if req.get("system") is not None else None
+    model = req.get("model")
+    tools = req.get("tools") or []
     return LlmCall(
         api=api,
-        model=req.get("model"),
+        model=model if isinstance(model, str) else None if model is None else str(model),
         system=system,
         messages=messages,
-        tools=list(req.get("tools") or []),
+        tools=list(tools) if isinstance(tools, list) else [tools],
         sampling={k: req[k] for k in SAMPLING_KEYS if k in req},
         stream=bool(req.get("stream")),
     )

@@ -12,7 +12,7 @@ from . import _session
 from ._errors import FixtureUnsupported
 from ._reader import Cassette, read_cassette
 from ._redact import Redaction
-from ._schema import HttpEvent, HttpRequest, HttpResponse
+from ._schema import HttpEvent, HttpRequest
 
 Key = tuple[str, str, bytes]
 
@@ -29,6 +29,9 @@ def _canonical_body(body: bytes) -> bytes:
 class Playback:
     """Serves recorded HTTP responses, with their recorded chunks, while active.
 
+    A recorded transport error is raised again (after the chunks that arrived
+    before it, if any).
+
     A request is matched on method, URL and body (JSON compared canonically),
     after the same redaction as at record time: a dict lookup, not a scan.
     Identical requests get the recorded responses in order; once those run
@@ -41,23 +44,28 @@ class Playback:
 
     def __init__(self, cassette: Cassette | str | Path) -> None:
         self.cassette = cassette if isinstance(cassette, Cassette) else read_cassette(cassette)
-        self.redaction = Redaction(body_paths=tuple(self.cassette.header.redacted_body_paths))
-        self._answers: dict[Key, deque[HttpResponse]] = {}
-        self._last: dict[Key, HttpResponse] = {}
+        spec = self.cassette.header.redaction
+        self.redaction = Redaction(
+            headers=frozenset(spec.headers),
+            query=frozenset(spec.query),
+            body_paths=tuple(spec.body_paths),
+        )
+        self._answers: dict[Key, deque[HttpEvent]] = {}
+        self._last: dict[Key, HttpEvent] = {}
         self._by_url: dict[tuple[str, str], Key] = {}
         self.misses: list[FixtureUnsupported] = []
         self._token: Any = None
         for event in self.cassette.events:
-            if isinstance(event, HttpEvent) and event.response is not None:
+            if isinstance(event, HttpEvent):
                 key = self._key(event.request)
-                self._answers.setdefault(key, deque()).append(event.response)
+                self._answers.setdefault(key, deque()).append(event)
                 self._by_url.setdefault(key[:2], key)
 
     def _key(self, request: HttpRequest) -> Key:
         return (request.method, request.url, _canonical_body(request.body))
 
-    def respond(self, request: HttpRequest, *, via: str) -> HttpResponse:
-        """Return the recorded response for ``request`` or raise ``FixtureUnsupported``."""
+    def respond(self, request: HttpRequest, *, via: str) -> HttpEvent:
+        """Return the recorded exchange for ``request`` or raise ``FixtureUnsupported``."""
         red = self.redaction
         key = self._key(
             HttpRequest(

@@ -16,16 +16,18 @@ from typing import Any
 from . import _session
 from ._capture import ChangeCapture, world_hash
 from ._derive import footer_for
-from ._redact import Redaction
+from ._redact import Redaction, Secrets
 from ._schema import (
     ErrorEvent,
     ErrorInfo,
     Event,
+    Footer,
     Header,
     HttpEvent,
     HttpRequest,
     HttpResponse,
     Pins,
+    RedactionSpec,
     ToolEvent,
     WarningEvent,
     WorldDelta,
@@ -34,16 +36,17 @@ from ._writer import CassetteWriter
 
 __version__ = "0.1.0"
 
-Done = Callable[[list[bytes], BaseException | None], None]
+Done = Callable[[list[bytes], BaseException | None, bool], None]
 
 
-def error_info(exc: BaseException) -> ErrorInfo:
-    """Describe an exception for a cassette."""
+def error_info(exc: BaseException, clean: Callable[[str], str] = str) -> ErrorInfo:
+    """Describe an exception for a cassette, passing its texts through ``clean``."""
     cls = type(exc)
+    trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
     return ErrorInfo(
         type=f"{cls.__module__}.{cls.__qualname__}",
-        message=str(exc),
-        traceback="".join(traceback.format_exception(cls, exc, exc.__traceback__)) or None,
+        message=clean(str(exc)),
+        traceback=clean(trace) if trace else None,
     )
 
 
@@ -101,8 +104,8 @@ class Recording:
         self.path = Path(path)
         self.redaction = redaction or Redaction()
         self.world = world
+        self._secrets = Secrets()
         base = pins if isinstance(pins, Pins) else Pins(user=dict(pins or {}))
-        self._capture = ChangeCapture(world) if world is not None else None
         fixture_hash = base.fixture_hash or (world_hash(world) if world is not None else None)
         self._pins = base.model_copy(
             update={
@@ -113,21 +116,31 @@ class Recording:
         self._clock = clock
         self._t0 = clock()
         self._events: list[Event] = []
-        self._pending: dict[int, Done] = {}
+        self._pending: dict[int, tuple[Done, list[bytes]]] = {}
         self._lock = threading.Lock()
         self._answer: str | None = None
         self._token: Any = None
+        self._tools_in_flight = 0
+        self._closed = False
         header = Header(
             case_id=case_id,
             trial=trial,
             pins=self._pins,
             fixture_hash=fixture_hash,
             fixture_source=fixture_source,
-            redacted_body_paths=list(self.redaction.body_paths),
+            redaction=RedactionSpec(**self.redaction.spec()),
             started_at=wall_clock().isoformat(),
             recorder_version=__version__,
         )
         self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
+        # After the writer: if the file cannot be created, the user's connection is untouched.
+        try:
+            self._capture = ChangeCapture(world) if world is not None else None
+        except BaseException as exc:
+            self._capture = None
+            self._append(ErrorEvent(t=self.now(), error=self._error(exc)))
+            self.close(status="error")
+            raise
 
     # -- the context manager -------------------------------------------------
 
@@ -143,7 +156,7 @@ class Recording:
     ) -> None:
         try:
             if exc is not None:
-                self._append(ErrorEvent(t=self.now(), error=error_info(exc)))
+                self._append(ErrorEvent(t=self.now(), error=self._error(exc)))
             self.close(status="error" if exc is not None else "ok")
         finally:
             _session.leave(self, self._token)
@@ -160,22 +173,32 @@ class Recording:
 
     def close(self, status: str = "ok") -> None:
         """Finish pending responses, write the footer and close the file."""
-        for done in list(self._pending.values()):
-            done([], None)
-            self.warn("a response body was never read to the end nor closed; recorded as is")
+        if self._closed:
+            return
+        for done, chunks in list(self._pending.values()):
+            done(chunks, None, False)
+            self.warn("a response body was neither read to its end nor closed; kept what arrived")
         if self._capture is not None:
-            self._take_world_changes("outside any tool call")
-            self._capture.close()
-            self._capture = None
-        footer = footer_for(
-            self._events,
-            base_pins=self._pins,
-            status=status,
-            total=self.now(),
-            final_answer=self._answer,
-            world_attached=self.world is not None,
-        )
-        self._writer.close(footer)
+            try:
+                self._take_world_changes("outside any tool call")
+            finally:
+                self._capture.close()
+                self._capture = None
+        try:
+            footer = footer_for(
+                self._events,
+                base_pins=self._pins,
+                status=status,
+                total=self.now(),
+                final_answer=self._answer,
+                world_attached=self.world is not None,
+            )
+        except Exception as exc:  # a footer we cannot derive must not cost the cassette its end
+            self.warn(f"could not summarise the trial: {type(exc).__name__}: {exc}")
+            footer = Footer(status="error", final_answer=self._answer, pins=self._pins)
+        with self._lock:
+            self._closed = True
+            self._writer.close(footer)
 
     # -- what interceptors call ----------------------------------------------
 
@@ -183,18 +206,22 @@ class Recording:
         """Seconds since recording started."""
         return self._clock() - self._t0
 
-    def track(self, done: Done) -> Done:
-        """Register a response body in flight; the returned callback fires once."""
+    def track(self, done: Done, chunks: list[bytes]) -> Done:
+        """Register a response body in flight; the returned callback fires once.
+
+        ``chunks`` is the list the body's chunks are collected in, so a body still
+        open at close is recorded with what arrived.
+        """
         key = id(done)
 
-        def once(chunks: list[bytes], error: BaseException | None) -> None:
+        def once(got: list[bytes], error: BaseException | None, complete: bool) -> None:
             with self._lock:
                 if self._pending.pop(key, None) is None:
                     return
-            done(chunks, error)
+            done(got, error, complete)
 
         with self._lock:
-            self._pending[key] = once
+            self._pending[key] = (once, chunks)
         return once
 
     def record_http(
@@ -206,23 +233,32 @@ class Recording:
         head: tuple[int, list[tuple[str, str]]] | None,
         chunks: list[bytes],
         error: BaseException | None,
+        complete: bool = True,
     ) -> None:
         """Append one HTTP exchange, redacted."""
-        red = self.redaction
+        red, seen = self.redaction, self._secrets
+        url = red.redact_url(request.url, seen)
+        headers = red.redact_headers(request.headers, seen)
+        # Known secrets are scrubbed from bodies too: APIs echo keys back in errors and fields.
         req = HttpRequest(
             method=request.method,
-            url=red.redact_url(request.url),
-            headers=red.redact_headers(request.headers),
-            body=red.redact_body(request.body),
+            url=url,
+            headers=headers,
+            body=seen.scrub_bytes(red.redact_body(request.body, seen)),
         )
         response = None
         if head is not None:
-            headers = red.redact_headers(head[1])
-            if chunks and not any(k == "content-encoding" for k, _ in headers):
-                body = b"".join(chunks)
-                redacted = red.redact_body(body)
-                chunks = [redacted] if redacted is not body else list(chunks)
-            response = HttpResponse(status=head[0], headers=headers, chunks=chunks)
+            headers = red.redact_headers(head[1], seen)
+            encoding = next((v for k, v in headers if k == "content-encoding"), "")
+            response = HttpResponse(
+                status=head[0],
+                headers=headers,
+                chunks=[
+                    seen.scrub_bytes(c)
+                    for c in red.redact_response_body(list(chunks), encoding, seen)
+                ],
+                complete=complete and error is None,
+            )
         self._append(
             HttpEvent(
                 t=t0,
@@ -231,13 +267,21 @@ class Recording:
                 via=via,
                 request=req,
                 response=response,
-                error=error_info(error) if error is not None else None,
+                error=self._error(error) if error is not None else None,
             )
         )
 
     def tool_started(self) -> float:
         """Mark the start of a tool call; world changes made before it are set apart."""
-        if self._capture is not None:
+        with self._lock:
+            self._tools_in_flight += 1
+            overlapping = self._tools_in_flight > 1
+        if overlapping:
+            self.warn(
+                "tool calls overlapped (e.g. asyncio.gather): world changes are attributed "
+                "to the call that finishes first; the net state diff is exact"
+            )
+        elif self._capture is not None:
             self._take_world_changes("outside any tool call")
         return self.now()
 
@@ -253,6 +297,8 @@ class Recording:
     ) -> None:
         """Append one tool call with its result or exception and its world delta."""
         duration = self.now() - t0
+        with self._lock:
+            self._tools_in_flight -= 1
         delta = None
         if self._capture is not None:
             delta, notes = self._capture.take()
@@ -268,7 +314,7 @@ class Recording:
                 args=jsonable(args),
                 effect="write" if writes else "read",
                 result=None if failure is not None else jsonable(result),
-                error=error_info(failure) if failure is not None else None,
+                error=self._error(failure) if failure is not None else None,
                 delta=delta,
             )
         )
@@ -281,9 +327,14 @@ class Recording:
         if delta:
             self.warn(f"the world changed {where}", delta)
 
+    def _error(self, exc: BaseException) -> ErrorInfo:
+        return error_info(exc, lambda text: self.redaction.redact_text(text, self._secrets))
+
     def _append(self, event: Event) -> None:
-        self._writer.write(event)
         with self._lock:
+            if self._closed:
+                return  # e.g. a response that ended after the block: nowhere to put it
+            self._writer.write(event)
             self._events.append(event)
 
 

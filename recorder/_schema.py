@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-# Bump FORMAT_VERSION whenever a change to these models would make an older
-# reader misread a newer file (a removed or retyped field, a new required
-# field). Adding an optional field with a default does not need a bump.
+# Bump FORMAT_VERSION on any change to these models: records forbid unknown
+# fields, so even a new optional field makes older readers refuse a newer
+# file (with a clear message) rather than misread it. Keep reading old
+# versions by listing them in READABLE_VERSIONS.
 FORMAT_VERSION = 1
 READABLE_VERSIONS: tuple[int, ...] = (1,)
 
@@ -57,6 +58,17 @@ class Pins(_Record):
     """Pins added by the user."""
 
 
+class RedactionSpec(_Record):
+    """The redaction settings a cassette was recorded with."""
+
+    headers: list[str] = Field(default_factory=list)
+    """Header names whose values were replaced."""
+    query: list[str] = Field(default_factory=list)
+    """Query-parameter names whose values were replaced."""
+    body_paths: list[str] = Field(default_factory=list)
+    """Dotted JSON body paths whose values were replaced."""
+
+
 class Header(_Record):
     """First record of every cassette."""
 
@@ -73,8 +85,8 @@ class Header(_Record):
     """Hash of the starting world (same as pins.fixture_hash)."""
     fixture_source: str | None = None
     """Where the starting world came from (a path), so the case can be rebuilt."""
-    redacted_body_paths: list[str] = Field(default_factory=list)
-    """JSON body paths redacted while recording; playback redacts the same to match."""
+    redaction: RedactionSpec = Field(default_factory=lambda: RedactionSpec())
+    """What was redacted while recording; playback redacts the same to match."""
     started_at: str
     """UTC time recording started, ISO 8601."""
     recorder_version: str
@@ -110,6 +122,8 @@ class HttpResponse(_Record):
     """Header (name, value) pairs in order; names lower-case."""
     chunks: list[bytes] = Field(default_factory=list)
     """Body chunks as they came off the wire (decoded of transfer encoding only)."""
+    complete: bool = True
+    """False when the body was not read to its end (closed early, or an error cut it)."""
 
 
 class HttpEvent(_Record):
@@ -127,7 +141,7 @@ class HttpEvent(_Record):
     request: HttpRequest
     response: HttpResponse | None = None
     error: ErrorInfo | None = None
-    """Transport error, when the exchange failed."""
+    """Transport error: instead of a response, or after part of its body."""
 
 
 class RowChange(_Record):

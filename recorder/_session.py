@@ -3,8 +3,9 @@
 Interceptors are patched in once, while at least one session is active, and
 look up the session per call: the one in the current context (threads and
 asyncio tasks started inside ``with record(...)`` see it), else the only
-active session. With several sessions active and none in context, calls pass
-through unrecorded.
+active session. Threads do not inherit the context: with several sessions
+active, a call from a thread outside any context passes through unrecorded
+(or, if one of them is a playback, is refused).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import threading
 from contextlib import ExitStack
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Union
+
+from ._errors import FixtureUnsupported
 
 if TYPE_CHECKING:
     from ._playback import Playback
@@ -27,12 +30,24 @@ _patches: ExitStack | None = None
 
 
 def current_session() -> Session | None:
-    """Return the session a call made here belongs to, if any."""
+    """Return the session a call made here belongs to, if any.
+
+    Raises:
+        FixtureUnsupported: Several sessions are active, none in this context,
+            and one of them is a playback: the call must not reach the network.
+    """
     session = _current.get()
-    if session is not None:
-        return session
     active = _active
-    return active[0] if len(active) == 1 else None
+    if session is not None and session in active:
+        return session
+    if len(active) == 1:
+        return active[0]
+    if any(s.playback for s in active):
+        raise FixtureUnsupported(
+            request="a call from a thread outside any session's context",
+            nearest="run the thread in the session's context (contextvars.copy_context().run)",
+        )
+    return None
 
 
 def enter(session: Session) -> Token[Session | None]:
@@ -59,6 +74,8 @@ def leave(session: Session, token: Token[Session | None]) -> None:
         _current.reset(token)
     except ValueError:  # left from another context (e.g. a generator finalised elsewhere)
         _current.set(None)
+    # Sessions left out of order may leave an inactive one current: current_session
+    # ignores sessions that are no longer active.
     with _lock:
         if session in _active:
             _active.remove(session)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import types
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
@@ -28,6 +30,7 @@ _in_tool: ContextVar[bool] = ContextVar("agent_replay_in_tool", default=False)
 P = ParamSpec("P")
 R = TypeVar("R")
 
+_BOUND = ("self", "cls")
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.+)$")
 
 
@@ -66,16 +69,23 @@ def _parameters_schema(fn: Callable[..., Any], name: str) -> dict[str, Any]:
         hints = {}
     _, described = _docs(fn)
     fields: dict[str, Any] = {}
+    first = next(iter(sig.parameters.values()), None)
     for param in sig.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue  # *args/**kwargs have no names to offer a model
+        if param.name in _BOUND and param is first:
+            continue  # a method's receiver is not the model's to give
         default = ... if param.default is param.empty else param.default
         info = pydantic.Field(default, description=described.get(param.name))
         fields[param.name] = (hints.get(param.name, Any), info)
     try:
-        model = pydantic.create_model(f"{name}_args", **fields)
-        schema: dict[str, Any] = model.model_json_schema()
-    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+        # pydantic warns about names like "json" and defaults it cannot serialise; the
+        # schema it gives is still right, and a user's -W error must not break tools.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = pydantic.create_model(f"{name}_args", **fields)
+            schema: dict[str, Any] = model.model_json_schema()
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as exc:
         raise ToolSchemaError(
             f"tool {name!r}: its type hints have no JSON schema ({exc})"
         ) from None
@@ -104,13 +114,22 @@ class Tool(Generic[P, R]):
         writes: bool = False,
     ) -> None:
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
-        self.description = description if description is not None else _docs(fn)[0]
+        target = fn.func if isinstance(fn, functools.partial) else fn
+        self.name = name or getattr(target, "__name__", None) or type(target).__name__
+        self.description = description if description is not None else _docs(target)[0]
         self.writes = writes
         self.parameters = _parameters_schema(fn, self.name)
         self._sig = inspect.signature(fn)
-        self._is_async = inspect.iscoroutinefunction(fn)
-        functools.update_wrapper(self, fn)
+        first = next(iter(self._sig.parameters), None)
+        self._receiver = {first} if first in _BOUND else set()
+        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - an async callable object
+        )
+        functools.update_wrapper(self, target)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """Bind to an instance when used on a method (``obj.tool(...)``)."""
+        return self if obj is None else types.MethodType(self, obj)
 
     def openai_schema(self) -> dict[str, Any]:
         """Return the tool as an OpenAI ``tools`` entry."""
@@ -131,9 +150,15 @@ class Tool(Generic[P, R]):
         session = current_session()
         if not isinstance(session, Recording) or _in_tool.get():
             return self.fn(*args, **kwargs)
-        bound = self._sig.bind(*args, **kwargs)
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as exc:  # the model called it wrongly: that is worth recording too
+            t0 = session.tool_started()
+            given = {"args": list(args), "kwargs": kwargs}
+            session.tool_finished(self.name, given, self.writes, t0, None, exc, jsonable)
+            raise
         bound.apply_defaults()
-        arguments = dict(bound.arguments)
+        arguments = {k: v for k, v in bound.arguments.items() if k not in self._receiver}
         if self._is_async:
             return cast(R, self._call_async(session, arguments, args, kwargs))
         t0 = session.tool_started()

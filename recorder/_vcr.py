@@ -9,6 +9,7 @@ whole, as one chunk.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from vcr.patch import CassettePatcherBuilder
@@ -31,7 +32,8 @@ class _Bridge:
 
     @staticmethod
     def _request(vcr_request: Any) -> HttpRequest:
-        body = vcr_request.body or b""
+        # body_bytes, not body: vcrpy hands iterators and file objects over as they came.
+        body = vcr_request.body_bytes or b""
         return HttpRequest(
             method=vcr_request.method,
             url=vcr_request.uri,
@@ -60,7 +62,11 @@ class _Bridge:
     def play_response(self, vcr_request: Any) -> dict[str, Any]:
         session = current_session()
         assert isinstance(session, Playback)
-        recorded = session.respond(self._request(vcr_request), via="vcrpy")
+        event = session.respond(self._request(vcr_request), via="vcrpy")
+        recorded = event.response
+        if recorded is None:
+            message = event.error.message if event.error else "no response recorded"
+            raise ConnectionError(message)  # urllib3 turns it into its own connection error
         headers: dict[str, list[str]] = {}
         for name, value in recorded.headers:
             headers.setdefault(name, []).append(value)
@@ -77,6 +83,11 @@ class _Bridge:
         t0 = self._started.pop(id(vcr_request), session.now())
         headers = [(k, v) for k, values in response["headers"].items() for v in values]
         body = response["body"]["string"]
+        if not _encoded_as_declared(headers, body):
+            # urllib3 decoded the body but the headers still name its encoding: record what
+            # we hold, plain, so that neither replay nor redaction misreads it.
+            drop = ("content-encoding", "content-length")
+            headers = [(k, v) for k, v in headers if k.lower() not in drop]
         session.record_http(
             "vcrpy",
             self._request(vcr_request),
@@ -85,7 +96,21 @@ class _Bridge:
             (response["status"]["code"], headers),
             [body] if body else [],
             None,
+            True,
         )
+
+
+def _encoded_as_declared(headers: list[tuple[str, str]], body: bytes) -> bool:
+    encoding = next((v.lower() for k, v in headers if k.lower() == "content-encoding"), "")
+    if encoding not in ("gzip", "deflate"):
+        return True
+    try:
+        zlib.decompressobj(
+            16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS
+        ).decompress(body[:64])
+    except zlib.error:
+        return False
+    return True
 
 
 _BRIDGE = _Bridge()

@@ -87,14 +87,13 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
             f"{', streamed' if call.stream else ''}[/]"
         )
         for message in step.new_messages:
-            role = message.get("role", "?")
+            role = escape(str(message.get("role", "?")))
             out.print(f"   [magenta]{role}[/]: {escape(_short(message_text(message)))}")
         if call.reply_text:
             out.print(f"   [bold magenta]assistant[/]: {escape(_short(call.reply_text))}")
         for tc in call.reply_tool_calls:
-            out.print(
-                f"   [bold magenta]assistant[/] calls {tc.name}({escape(_short(tc.arguments))})"
-            )
+            call_text = f"{tc.name}({_short(tc.arguments)})"
+            out.print(f"   [bold magenta]assistant[/] calls {escape(call_text)}")
     elif isinstance(event, HttpEvent):
         status = event.response.status if event.response else "no response"
         out.print(
@@ -111,7 +110,7 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
     elif isinstance(event, ToolEvent):
         args = ", ".join(f"{k}={v!r}" for k, v in event.args.items())
         out.print(
-            f"\n[bold green]{step.index}. tool[/] {event.name}({escape(args)}) "
+            f"\n[bold green]{step.index}. tool[/] {escape(f'{event.name}({args})')} "
             f"[dim]{event.effect}[/] {timing}"
         )
         if event.error is not None:

@@ -8,7 +8,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recorder import CassetteError, ErrorEvent, HttpEvent, Pins, read_cassette, record, tool
+from recorder import (
+    CassetteError,
+    ErrorEvent,
+    HttpEvent,
+    Pins,
+    playback,
+    read_cassette,
+    record,
+    tool,
+)
 
 
 def echo(request: httpx.Request) -> httpx.Response:
@@ -97,3 +106,63 @@ def test_nothing_is_recorded_after_the_block(cassette_path: Path) -> None:
     events = read_cassette(cassette_path).events
     assert [e.request.url for e in events if isinstance(e, HttpEvent)] == ["http://svc.local/in"]
     assert httpx.MockTransport.handle_request.__name__ == "handle_request"
+
+
+def test_playback_raises_recorded_transport_errors(cassette_path: Path) -> None:
+    def server(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/down":
+            raise httpx.ConnectError("connection refused", request=request)
+
+        def body():  # type: ignore[no-untyped-def]
+            yield b"part1"
+            raise httpx.ReadError("connection reset", request=request)
+
+        return httpx.Response(200, content=body())
+
+    def agent(client: httpx.Client) -> list[str]:
+        seen = []
+        for path in ("/down", "/cut"):
+            try:
+                with client.stream("GET", f"http://svc.local{path}") as response:
+                    for chunk in response.iter_raw():
+                        seen.append(chunk.decode())
+            except httpx.TransportError as exc:
+                seen.append(type(exc).__name__)
+        return seen
+
+    with record(cassette_path), httpx.Client(transport=httpx.MockTransport(server)) as client:
+        live = agent(client)
+    with playback(cassette_path), httpx.Client() as client:
+        replayed = agent(client)
+    assert live == replayed == ["ConnectError", "part1", "ReadError"]
+    cut = [e for e in read_cassette(cassette_path).events if isinstance(e, HttpEvent)][1]
+    assert cut.response is not None and not cut.response.complete and cut.error is not None
+
+
+def test_sessions_left_out_of_order_do_not_linger(tmp_path: Path) -> None:
+    first = record(tmp_path / "a.cassette").__enter__()
+    second = record(tmp_path / "b.cassette").__enter__()
+    first.__exit__(None, None, None)
+    second.__exit__(None, None, None)
+
+    @tool
+    def ping() -> str:
+        return "pong"
+
+    assert ping() == "pong"  # no session is current: a plain call, not "cassette closed"
+
+
+def test_a_response_ending_after_the_block_is_dropped_quietly(cassette_path: Path) -> None:
+    with httpx.Client(
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, content=iter([b"a", b"b"])))
+    ) as client:
+        with record(cassette_path):
+            response = client.send(
+                client.build_request("GET", "http://svc.local/slow"), stream=True
+            )
+        assert response.read() == b"ab"  # no "cassette already closed" in the agent's face
+        response.close()
+    cassette = read_cassette(cassette_path)
+    assert cassette.complete
+    (event,) = [e for e in cassette.events if isinstance(e, HttpEvent)]
+    assert event.response is not None and not event.response.complete

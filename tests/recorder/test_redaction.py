@@ -103,3 +103,62 @@ def test_redacted_requests_still_match_in_playback(cassette_path: Path) -> None:
 def test_bad_body_path_is_a_config_error(path: str) -> None:
     with pytest.raises(ConfigError, match="not a dotted path"):
         Redaction(body_paths=(path,))
+
+
+def test_secrets_are_scrubbed_from_errors_urls_and_echoes(cassette_path: Path) -> None:
+    key, password = secret("key"), secret("pw")
+
+    def server(request: httpx.Request) -> httpx.Response:
+        # An API that echoes the key it was sent, as some error bodies do.
+        return httpx.Response(401, json={"error": f"invalid key {key}"})
+
+    with record(cassette_path), pytest.raises(httpx.HTTPStatusError):
+        with httpx.Client(transport=httpx.MockTransport(server)) as client:
+            client.get(
+                f"http://bob:{password}@svc.local/v1/x?api_key={key}",
+                headers={"x-api-key": key},
+            ).raise_for_status()
+    raw = cassette_path.read_bytes() + decompressed(cassette_path)
+    assert key.encode() not in raw and password.encode() not in raw
+    events = read_cassette(cassette_path).events
+    (http,) = [e for e in events if isinstance(e, HttpEvent)]
+    assert http.request.url.startswith(f"http://{PLACEHOLDER}@svc.local/")
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "sse"])
+def test_body_paths_reach_encoded_and_streamed_responses(
+    cassette_path: Path, encoding: str
+) -> None:
+    import gzip
+
+    token = secret("token")
+    if encoding == "gzip":
+        body = gzip.compress(json.dumps({"token": token, "ok": 1}).encode())
+        headers = [("content-encoding", "gzip"), ("content-type", "application/json")]
+    else:
+        body = b"".join(f'data: {{"i": {i}, "token": "{token}"}}\n\n'.encode() for i in range(3))
+        headers = [("content-type", "text/event-stream")]
+
+    def server(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=headers, content=body)
+
+    with record(cassette_path, redaction=Redaction(body_paths=("token",))):
+        with httpx.Client(transport=httpx.MockTransport(server)) as client:
+            assert token in client.get("http://svc.local/v1/x").text
+    raw = cassette_path.read_bytes() + decompressed(cassette_path)
+    assert token.encode() not in raw
+    with playback(cassette_path), httpx.Client() as client:
+        replayed = client.get("http://svc.local/v1/x").text
+    assert PLACEHOLDER in replayed and token not in replayed
+
+
+def test_custom_query_names_still_match_in_playback(cassette_path: Path) -> None:
+    def server(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"signed": True})
+
+    redaction = Redaction(query=frozenset({"sig"}))
+    with record(cassette_path, redaction=redaction):
+        with httpx.Client(transport=httpx.MockTransport(server)) as client:
+            client.get("http://svc.local/file?sig=abc123secret")
+    with playback(cassette_path), httpx.Client() as client:
+        assert client.get("http://svc.local/file?sig=other").json() == {"signed": True}

@@ -198,3 +198,131 @@ def test_capture_leaves_no_trace_in_the_world(tmp_path: Path) -> None:
     capture.close()
     assert conn.execute("select sql from sqlite_master").fetchall() == before
     assert conn.execute("select count(*) from temp.sqlite_master").fetchone() == (0,)
+
+
+def capture_of(conn: sqlite3.Connection) -> ChangeCapture:
+    return ChangeCapture(conn)
+
+
+def test_changes_after_a_rollback_are_all_captured() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("create table t (id integer primary key, x text)")
+    capture = capture_of(conn)
+    conn.execute("begin")
+    conn.execute("insert into t values (1, 'a'), (2, 'b')")
+    assert len(capture.take()[0]["t"]) == 2
+    conn.execute("rollback")  # log ids 1 and 2 vanish with it; they must not be handed out again
+    conn.execute("insert into t values (10, 'x'), (11, 'y'), (12, 'z')")
+    assert [c.key for c in capture.take()[0]["t"]] == [[10], [11], [12]]
+
+
+def test_replace_records_the_row_it_removed() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("create table u (id integer primary key, email text unique, n int)")
+    conn.execute("insert into u values (1, 'a', 0)")
+    capture = capture_of(conn)
+    conn.execute("insert or replace into u (id, email, n) values (1, 'a', 7)")
+    assert capture.take()[0] == {"u": [RowChange(key=[1], before={"n": 0}, after={"n": 7})]}
+    conn.execute("insert or replace into u (email, n) values ('a', 9)")  # removes row 1 by email
+    assert capture.take()[0] == {
+        "u": [
+            RowChange(key=[1], before={"id": 1, "email": "a", "n": 7}),
+            RowChange(key=[2], after={"id": 2, "email": "a", "n": 9}),
+        ]
+    }
+    capture.close()
+    assert conn.execute("pragma recursive_triggers").fetchone() == (0,)
+
+
+def test_reals_keep_every_digit_and_infinity() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("create table t (id integer primary key, x real)")
+    conn.execute("insert into t values (1, 0.3)")
+    capture = capture_of(conn)
+    conn.execute("update t set x = ? where id = 1", (0.1 + 0.2,))
+    conn.execute("insert into t values (2, ?), (3, ?)", (1234567.8912345678, float("inf")))
+    assert capture.take()[0] == {
+        "t": [
+            RowChange(key=[1], before={"x": 0.3}, after={"x": 0.30000000000000004}),
+            RowChange(key=[2], after={"id": 2, "x": 1234567.8912345678}),
+            RowChange(key=[3], after={"id": 3, "x": float("inf")}),
+        ]
+    }
+
+
+def test_wide_tables_schema_changes_and_user_connection_settings() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.row_factory = lambda cursor, row: dict(
+        zip([c[0] for c in cursor.description], row, strict=True)
+    )
+    conn.execute("create table wide (" + ", ".join(f"c{i}" for i in range(130)) + ")")
+    conn.execute("create table t (id integer primary key, x text)")
+    capture = capture_of(conn)
+    conn.execute("insert into wide (c0, c129) values (1, 2)")
+    (change,) = capture.take()[0]["wide"]
+    assert change.after is not None and (change.after["c0"], change.after["c129"]) == (1, 2)
+    conn.execute("alter table t add column y text")
+    assert capture.take()[0] == {}  # one tool call alters, the next writes the new column
+    conn.execute("insert into t values (1, 'a', 'b')")
+    assert capture.take()[0] == {"t": [RowChange(key=[1], after={"id": 1, "x": "a", "y": "b"})]}
+    conn.execute("create table fresh (k text primary key)")
+    conn.execute("insert into fresh values ('n')")
+    assert capture.take()[0] == {"fresh": [RowChange(key=["n"], after={"k": "n"})]}
+    conn.commit()
+    assert not conn.in_transaction  # the capture opened no transaction of its own
+    conn.execute("begin immediate")
+    conn.execute("rollback")
+
+
+def test_two_recordings_on_one_connection_keep_their_own_logs(tmp_path: Path) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table t (id integer primary key)")
+
+    @tool(writes=True)
+    def add(n: int) -> None:
+        conn.execute("insert into t values (?)", (n,))
+
+    with record(tmp_path / "outer.cassette", world=conn):
+        add(1)
+        with record(tmp_path / "inner.cassette", world=conn):
+            add(2)
+        add(3)
+    outer = read_cassette(tmp_path / "outer.cassette").footer
+    inner = read_cassette(tmp_path / "inner.cassette").footer
+    assert outer is not None and inner is not None
+    assert [c.key for c in outer.state_diff["t"]] == [[1], [2], [3]]  # type: ignore[index]
+    assert [c.key for c in inner.state_diff["t"]] == [[2]]  # type: ignore[index]
+
+
+def test_overlapping_async_tools_are_flagged(cassette_path: Path) -> None:
+    import asyncio
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table t (id integer primary key)")
+
+    @tool(writes=True)
+    async def add(n: int, delay: float) -> None:
+        await asyncio.sleep(delay)
+        conn.execute("insert into t values (?)", (n,))
+
+    async def agent() -> None:
+        await asyncio.gather(add(1, 0.02), add(2, 0.0))
+
+    with record(cassette_path, world=conn):
+        asyncio.run(agent())
+    cassette = read_cassette(cassette_path)
+    assert any(
+        isinstance(e, WarningEvent) and "tool calls overlapped" in e.message
+        for e in cassette.events
+    )
+    assert cassette.footer is not None
+    assert [c.key for c in cassette.footer.state_diff["t"]] == [[2], [1]]  # type: ignore[index]
+
+
+def test_a_failed_start_leaves_the_connection_untouched(cassette_path: Path) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table t (id integer primary key)")
+    cassette_path.write_bytes(b"someone else's file")
+    with pytest.raises(Exception, match="already exists"):
+        record(cassette_path, world=conn)
+    assert conn.execute("select count(*) from temp.sqlite_master").fetchone() == (0,)
