@@ -44,7 +44,12 @@ REQUEST_HEADERS: dict[str, str] = {
     "x-stainless-read-timeout": "600",
 }
 
-WORDS = """
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+WORDS = _words("""
 account address after again agent amount answer arrive asked available back balance
 bank before below billing box broken business call card carrier case change charge
 check checkout client close code company confirm contact content correct cost credit
@@ -64,20 +69,20 @@ shipping short size soon standard start status still store subscription support
 sure system team thank thanks ticket time today tomorrow total track tracking
 transfer tuesday update upgrade urgent used user valid value vendor verify wait
 wallet want warehouse week weekend wrong year yesterday
-""".split()
+""")
 
-FIRST_NAMES = """
+FIRST_NAMES = _words("""
 Aisha Ben Carla Dmitri Elena Farid Grace Hiro Ines Jonas Keiko Liam Maya Nadia Omar
 Priya Quentin Rosa Sven Tara Umar Vera Wei Ximena Yusuf Zoe Ana Bruno Chloe Diego
-""".split()
-LAST_NAMES = """
+""")
+LAST_NAMES = _words("""
 Abbott Becker Castillo Dubois Eriksen Fischer Garcia Haddad Ivanova Jensen Kowalski
 Lopez Moreau Nakamura Okafor Petrov Quinn Rossi Schmidt Tanaka Ueda Varga Walsh Yilmaz
-""".split()
-PRODUCTS = """
+""")
+PRODUCTS = _words("""
 headphones charger backpack kettle lamp keyboard monitor blender jacket sneakers
 watch tripod speaker router mattress drill camera tablet mixer thermos
-""".split()
+""")
 STATUSES = ("pending", "processing", "shipped", "delivered", "cancelled", "returned")
 
 SYSTEM_PROMPT = (
@@ -202,7 +207,8 @@ class _Gen:
 
     def email(self, name: str) -> str:
         user = name.lower().replace(" ", self.rng.choice("._"))
-        return f"{user}{self.rng.randint(1, 99)}@{self.rng.choice(['gmail.com', 'example.org', 'mail.example'])}"
+        domain = self.rng.choice(["gmail.com", "example.org", "mail.example"])
+        return f"{user}{self.rng.randint(1, 99)}@{domain}"
 
     def order_id(self) -> str:
         return f"ORD-{self.rng.randint(100000, 999999)}"
@@ -215,7 +221,7 @@ class _Gen:
         return (self.clock - back).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def order(self, order_id: str, customer: dict[str, Any]) -> dict[str, Any]:
-        items = [
+        items: list[dict[str, Any]] = [
             {
                 "sku": f"SKU-{self.rng.randint(10000, 99999)}",
                 "name": f"{self.rng.choice(WORDS).capitalize()} {self.rng.choice(PRODUCTS)}",
@@ -233,7 +239,10 @@ class _Gen:
             "currency": self.rng.choice(["USD", "EUR", "GBP"]),
             "items": items,
             "total": total,
-            "payment": {"method": self.rng.choice(["card", "paypal"]), "last4": self.token(4, "0123456789")},
+            "payment": {
+                "method": self.rng.choice(["card", "paypal"]),
+                "last4": self.token(4, "0123456789"),
+            },
             "shipping": {
                 "carrier": self.rng.choice(["UPS", "DHL", "FedEx", "USPS"]),
                 "tracking": self.token(18, string.ascii_uppercase + string.digits),
@@ -248,7 +257,7 @@ class _Gen:
             "customer_id": f"CUS-{self.rng.randint(10000, 99999)}",
             "name": name,
             "email": self.email(name),
-            "phone": f"+1-{self.rng.randint(200, 999)}-{self.rng.randint(200, 999)}-{self.rng.randint(1000, 9999)}",
+            "phone": "+1-" + "-".join(str(self.rng.randint(200, 999)) for _ in range(3)),
             "tier": self.rng.choice(["standard", "silver", "gold"]),
             "orders": [self.order_id()],
         }
@@ -259,28 +268,51 @@ def _tool_call(g: _Gen, cust: dict[str, Any], order_id: str) -> tuple[str, dict[
     name = g.rng.choice([t["function"]["name"] for t in TOOLS])
     if name == "lookup_customer":
         args: dict[str, Any] = {"email": cust["email"], "name": None}
-        result: Any = {**cust, "orders": [order_id, *(g.order_id() for _ in range(g.rng.randint(0, 4)))]}
+        result: Any = {
+            **cust,
+            "orders": [order_id, *(g.order_id() for _ in range(g.rng.randint(0, 4)))],
+        }
     elif name == "get_order":
         args = {"order_id": order_id}
         result = g.order(order_id, cust)
     elif name == "search_orders":
-        args = {"customer_id": cust["customer_id"], "status": g.rng.choice([*STATUSES, None]), "limit": 5}
+        args = {
+            "customer_id": cust["customer_id"],
+            "status": g.rng.choice([*STATUSES, None]),
+            "limit": 5,
+        }
         result = {
             "orders": [
-                {"order_id": g.order_id(), "status": g.rng.choice(STATUSES), "total": g.amount(), "placed_at": g.when()}
+                {
+                    "order_id": g.order_id(),
+                    "status": g.rng.choice(STATUSES),
+                    "total": g.amount(),
+                    "placed_at": g.when(),
+                }
                 for _ in range(g.rng.randint(1, 5))
             ]
         }
     elif name == "refund_order":
-        args = {"order_id": order_id, "amount": g.amount(), "reason": g.rng.choice(["damaged", "missing", "late"])}
-        result = {"refund_id": f"RF-{g.token(10)}", "order_id": order_id, "amount": args["amount"], "status": "pending"}
+        args = {
+            "order_id": order_id,
+            "amount": g.amount(),
+            "reason": g.rng.choice(["damaged", "missing", "late"]),
+        }
+        result = {
+            "refund_id": f"RF-{g.token(10)}",
+            "order_id": order_id,
+            "amount": args["amount"],
+            "status": "pending",
+        }
     else:
         args = {"to": cust["email"], "subject": g.sentence(3, 7), "body": g.text(2, 5)}
         result = {"message_id": f"<{g.token(20)}@mail.northwind.example>", "queued": True}
     return name, args, result
 
 
-def _completion(g: _Gen, message: dict[str, Any], finish: str, prompt_chars: int, created: int) -> bytes:
+def _completion(
+    g: _Gen, message: dict[str, Any], finish: str, prompt_chars: int, created: int
+) -> bytes:
     completion_chars = len(json.dumps(message))
     prompt_tokens = prompt_chars // 4
     body = {
@@ -300,7 +332,10 @@ def _completion(g: _Gen, message: dict[str, Any], finish: str, prompt_chars: int
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_chars // 4,
             "total_tokens": prompt_tokens + completion_chars // 4,
-            "prompt_tokens_details": {"cached_tokens": (prompt_tokens // 128) * 128 // 2, "audio_tokens": 0},
+            "prompt_tokens_details": {
+                "cached_tokens": (prompt_tokens // 128) * 128 // 2,
+                "audio_tokens": 0,
+            },
             "completion_tokens_details": {
                 "reasoning_tokens": 0,
                 "audio_tokens": 0,
@@ -369,7 +404,7 @@ def interactions(n: int, seed: int = 4812) -> Iterator[Interaction]:
         cust = g.customer()
         order_id = cust["orders"][0]
         instruction = (
-            f'Customer {cust["name"]} <{cust["email"]}> wrote about order {order_id}: '
+            f"Customer {cust['name']} <{cust['email']}> wrote about order {order_id}: "
             f'"{g.text(2, 6)}" Resolve it according to policy.'
         )
         messages: list[dict[str, Any]] = [
@@ -406,7 +441,16 @@ def interactions(n: int, seed: int = 4812) -> Iterator[Interaction]:
             produced += 1
             messages.append(message)
             for call_id, result in results:
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result)})
+                messages.append(
+                    {"role": "tool", "tool_call_id": call_id, "content": json.dumps(result)}
+                )
+
+
+def response_headers(count: int, seed: int = 7) -> list[list[tuple[str, str]]]:
+    """Return ``count`` sets of response headers, each with its own ids, cookie and date."""
+    g = _Gen(seed)
+    created = int(g.clock.timestamp())
+    return [_response_headers(g, created + i) for i in range(count)]
 
 
 def fixed_completion(seed: int = 1) -> bytes:

@@ -50,7 +50,8 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> s
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
 
     def line(r: list[str]) -> str:
-        parts = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        rest = [c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)]
+        parts = [r[0].ljust(widths[0]), *rest]
         return "  ".join(parts).rstrip()
 
     rule = "-" * len(line(cells[0]))

@@ -4,7 +4,14 @@ Layout: ``MAGIC`` (8 bytes), one container byte, then a raw deflate stream
 holding, for each record, its CRC-32 (a msgpack integer) followed by the
 record (a msgpack map); the CRC catches damage deflate itself would not
 (raw deflate has no checksum, and a flipped bit can decode into a different
-but well-formed value). After every record the
+but well-formed value).
+
+An HTTP request body is stored as ``[prefix, middle, suffix]`` when it shares
+most of its bytes with the previous request's body: ``prefix``/``suffix`` are
+lengths taken from that body. An agent resends its whole conversation on
+every LLM call, so this stores each conversation once instead of once per
+call, and keeps deflate's 32 KB window from being the limit on long
+contexts. Readers get the full body back. After every record the
 compressor is flushed with ``Z_SYNC_FLUSH``, so every complete record is
 on disk, decodable, the moment ``encode`` returns; a process killed at any
 point leaves a readable prefix. One shared stream (not a stream per record)
@@ -24,6 +31,28 @@ import msgpack
 MAGIC = b"\x89ARCAS\r\n"
 CONTAINER_DEFLATE_MSGPACK = 1
 PREAMBLE = MAGIC + bytes([CONTAINER_DEFLATE_MSGPACK])
+_DELTA_MIN = 256  # shorter request bodies are always stored whole
+
+
+def _shared(a: bytes, b: bytes) -> tuple[int, int]:
+    """Return the lengths of the prefix and the suffix ``a`` and ``b`` share (not overlapping)."""
+    x, y = memoryview(a), memoryview(b)
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # the longest equal prefix, by bisection on memcmp-speed comparisons
+        mid = (lo + hi + 1) // 2
+        if x[:mid] == y[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    prefix = lo
+    lo, hi = 0, min(len(a), len(b)) - prefix
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if x[len(a) - mid :] == y[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return prefix, lo
 
 
 class DecodeError(Exception):
@@ -35,6 +64,7 @@ class Encoder:
 
     def __init__(self, level: int = 6) -> None:
         self._deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
+        self._last_body = b""
 
     def preamble(self) -> bytes:
         """Return the bytes that start every cassette file."""
@@ -42,9 +72,23 @@ class Encoder:
 
     def encode(self, record: dict[str, Any]) -> bytes:
         """Return the bytes of one record, complete and decodable on their own."""
+        if record.get("kind") == "http":
+            record = self._delta_encode(record)
         raw = msgpack.packb(record, use_bin_type=True)
         framed = msgpack.packb(zlib.crc32(raw)) + raw
         return self._deflate.compress(framed) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
+
+    def _delta_encode(self, record: dict[str, Any]) -> dict[str, Any]:
+        request = record["request"]
+        body = request.get("body", b"")
+        last, self._last_body = self._last_body, body
+        if len(body) < _DELTA_MIN or not last:
+            return record
+        prefix, suffix = _shared(last, body)
+        if prefix + suffix < len(body) // 2:
+            return record
+        delta = [prefix, body[prefix : len(body) - suffix], suffix]
+        return {**record, "request": {**request, "body": delta}}
 
     def finish(self) -> bytes:
         """Return the bytes that end the deflate stream (marks a clean close)."""
@@ -90,6 +134,8 @@ def decode(data: bytes) -> Decoded:
     unpacker.feed(raw)
     records: list[dict[str, Any]] = []
     complete = 0
+    view = memoryview(raw)  # CRCs over slices of it copy nothing
+    last_body = b""
     try:
         while True:
             crc = unpacker.unpack()
@@ -97,8 +143,10 @@ def decode(data: bytes) -> Decoded:
             record = unpacker.unpack()
             if not isinstance(crc, int) or not isinstance(record, dict):
                 raise DecodeError(f"record {len(records)} is not framed as a record")
-            if zlib.crc32(raw[start : unpacker.tell()]) != crc:
+            if zlib.crc32(view[start : unpacker.tell()]) != crc:
                 raise DecodeError(f"record {len(records)} fails its checksum")
+            if record.get("kind") == "http":
+                last_body = _delta_decode(record, last_body, len(records))
             records.append(record)
             complete = unpacker.tell()
     except msgpack.OutOfData:
@@ -106,3 +154,17 @@ def decode(data: bytes) -> Decoded:
     except (msgpack.UnpackException, ValueError, TypeError) as exc:
         raise DecodeError(f"damaged record {len(records)} ({exc})") from exc
     return Decoded(records=records, tail_bytes=len(raw) - complete)
+
+
+def _delta_decode(record: dict[str, Any], last: bytes, index: int) -> bytes:
+    """Restore a delta-encoded request body in place; return the body."""
+    request = record.get("request")
+    if not isinstance(request, dict):
+        return last
+    body = request.get("body", b"")
+    if isinstance(body, list):
+        if len(body) != 3 or not isinstance(body[1], bytes) or body[0] + body[2] > len(last):
+            raise DecodeError(f"record {index} has a malformed request body delta")
+        prefix, middle, suffix = body
+        body = request["body"] = last[:prefix] + middle + last[len(last) - suffix :]
+    return body if isinstance(body, bytes) else last

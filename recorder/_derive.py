@@ -14,11 +14,15 @@ from ._schema import Event, Footer, HttpEvent, Pins, Timings, ToolEvent, Usage, 
 
 
 def llm_calls(events: Sequence[Event]) -> list[tuple[HttpEvent, LlmCall]]:
-    """Return the LLM calls among the events, in order."""
-    out = []
+    """Return the LLM calls among the events, in order.
+
+    Only the first call's request is parsed in full (it sets the pins); the
+    others resend the conversation, and only their model and reply matter here.
+    """
+    out: list[tuple[HttpEvent, LlmCall]] = []
     for event in events:
         if isinstance(event, HttpEvent):
-            call = llm_call(event)
+            call = llm_call(event, request=not out)
             if call is not None:
                 out.append((event, call))
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -94,18 +95,26 @@ def response_body(response: HttpResponse) -> bytes:
     return body
 
 
-def llm_call(event: HttpEvent) -> LlmCall | None:
+def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
     """Return the LLM view of an HTTP event, or None if it is not an LLM call.
 
     Never raises: a body that does not have the expected shape yields None
-    (not an LLM call) or a call without its reply.
+    (not an LLM call) or a call without its reply. With ``request=False`` the
+    request body (the whole conversation so far) is not parsed: only its
+    model is read, and messages, tools and sampling are left empty.
     """
     api = api_of(event.request.url)
     if api is None:
         return None
     try:
-        req = json.loads(event.request.body or b"{}")
-        call = _parse_request(api, req)
+        if request:
+            call = _parse_request(api, json.loads(event.request.body or b"{}"))
+        else:
+            found = _MODEL.search(event.request.body)
+            model = found.group(1).decode("utf-8", "replace") if found else None
+            call = LlmCall(
+                api, model, None, [], [], {}, stream=b'"stream":true' in event.request.body
+            )
     except _SHAPE_ERRORS:
         return None
     if event.response is None or event.response.status >= 400:
@@ -129,6 +138,8 @@ def llm_call(event: HttpEvent) -> LlmCall | None:
 
 
 _SHAPE_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
+# Inside a JSON string a quote is always escaped, so this only matches a "model" key.
+_MODEL = re.compile(rb'"model"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 def _count(value: Any) -> int:

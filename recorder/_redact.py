@@ -27,32 +27,51 @@ DEFAULT_QUERY = frozenset({"key", "api_key", "token", "access_token"})
 
 Headers = list[tuple[str, str]]
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
-_MIN_SECRET = 6  # shorter values are not scrubbed from free text (too many false hits)
+_MIN_SECRET = 8  # shorter values are not scrubbed from free text (too many false hits)
+_NOT_CREDENTIALS = frozenset({"cookie", "set-cookie"})
 
 
 class Secrets:
-    """Secret values seen while redacting, to scrub from free text."""
+    """Secret values seen while redacting, to scrub from error texts and response bodies.
+
+    Only credentials are remembered (auth header values, redacted query and body
+    values, URL userinfo), not cookies: servers set fresh cookies on every
+    response, and their attributes (``Path=/``, dates) are not secrets.
+    Request bodies are never scrubbed: they are playback keys.
+    """
 
     def __init__(self) -> None:
         self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
 
     def add(self, value: str) -> None:
-        """Remember a secret (and the token of ``Bearer <token>``-style values)."""
-        for part in (value, *value.split()[1:]):
-            if len(part) >= _MIN_SECRET and part != PLACEHOLDER:
+        """Remember a secret (and the token of a ``Scheme <token>`` value)."""
+        parts = value.split()
+        candidates = [value, parts[1]] if len(parts) == 2 else [value]
+        for part in candidates:
+            if len(part) >= _MIN_SECRET and part != PLACEHOLDER and part not in self._values:
                 self._values.add(part)
+                self._pattern = None
+
+    def _compiled(self) -> re.Pattern[str] | None:
+        if self._pattern is None and self._values:
+            ordered = sorted(self._values, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+        return self._pattern
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every remembered secret replaced."""
-        for value in sorted(self._values, key=len, reverse=True):
-            text = text.replace(value, PLACEHOLDER)
-        return text
+        pattern = self._compiled()
+        return pattern.sub(PLACEHOLDER, text) if pattern is not None else text
 
     def scrub_bytes(self, data: bytes) -> bytes:
         """Return ``data`` with every remembered secret replaced (an echoed key, say)."""
-        for value in sorted(self._values, key=len, reverse=True):
-            data = data.replace(value.encode(), PLACEHOLDER.encode())
-        return data
+        pattern = self._compiled()
+        if pattern is None:
+            return data
+        text = data.decode("utf-8", "surrogateescape")
+        scrubbed = pattern.sub(PLACEHOLDER, text)
+        return data if scrubbed == text else scrubbed.encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +109,7 @@ class Redaction:
         for name, value in headers:
             name = name.lower()
             if name in self.headers:
-                if seen is not None:
+                if seen is not None and name not in _NOT_CREDENTIALS:
                     seen.add(value)
                 value = PLACEHOLDER
             out.append((name, value))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from recorder import (
 from recorder._codec import PREAMBLE, Encoder, decode
 from recorder._schema import Footer, Header
 from recorder._writer import CassetteWriter
+from tests.helpers import decompressed
 
 json_values = st.recursive(
     st.none()
@@ -231,3 +233,28 @@ def test_a_long_record_cut_short_is_a_truncation(tmp_path: Path) -> None:
         path.write_bytes(data[:cut])
         back = read_cassette(path)
         assert back.events == [] and back.truncation is not None
+
+
+def test_growing_conversations_are_stored_once_and_read_back_whole(tmp_path: Path) -> None:
+    messages: list[dict[str, str]] = []
+    events = []
+    for turn in range(80):
+        messages.append({"role": "user", "content": f"turn {turn}: " + "lorem ipsum " * 40})
+        body = json.dumps({"messages": messages, "model": "m", "tools": []}).encode()
+        events.append(
+            HttpEvent(
+                t=turn,
+                duration=0,
+                via="httpx",
+                request=HttpRequest(
+                    method="POST", url="http://x/v1/chat/completions", headers=[], body=body
+                ),
+                response=HttpResponse(status=200, headers=[], chunks=[b"{}"]),
+            )
+        )
+    path = tmp_path / "conversation.cassette"
+    write(path, events)
+    assert read_cassette(path).events == events
+    total = sum(len(e.request.body) for e in events)
+    # Each request resends the conversation: ~1.7 MB of bodies, stored as their new parts.
+    assert total > 1_000_000 and len(decompressed(path)) < total / 20

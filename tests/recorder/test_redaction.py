@@ -162,3 +162,21 @@ def test_custom_query_names_still_match_in_playback(cassette_path: Path) -> None
             client.get("http://svc.local/file?sig=abc123secret")
     with playback(cassette_path), httpx.Client() as client:
         assert client.get("http://svc.local/file?sig=other").json() == {"signed": True}
+
+
+def test_cookies_and_their_attributes_are_not_scrubbed_from_bodies(cassette_path: Path) -> None:
+    body = {"placed_at": "2025-02-27T09:34:48Z", "path": "/", "note": "Secure; HttpOnly"}
+
+    def server(request: httpx.Request) -> httpx.Response:
+        cookie = (
+            f"session={uuid.uuid4().hex}; Path=/; Expires=Thu, 27 Feb 2025 09:34:48 GMT; Secure"
+        )
+        return httpx.Response(200, headers=[("set-cookie", cookie)], json=body)
+
+    with record(cassette_path), httpx.Client(transport=httpx.MockTransport(server)) as client:
+        for n in range(20):
+            client.post("http://svc.local/v1/x", json={"n": n, "at": "09:34:48"})
+    for event in read_cassette(cassette_path).events:
+        assert isinstance(event, HttpEvent) and event.response is not None
+        assert json.loads(b"".join(event.response.chunks)) == body
+        assert b"09:34:48" in event.request.body
