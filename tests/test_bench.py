@@ -1,0 +1,24 @@
+"""The benchmark command runs end to end (numbers are for people, not asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+
+
+@pytest.mark.slow
+def test_bench_quick_runs_and_reports_every_target() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    for line in ("open a 1,000-call cassette", "smaller than vcrpy YAML", "record overhead"):
+        assert line in out, f"bench output lacks {line!r}:\n{out}"
