@@ -10,7 +10,9 @@ with record("cassettes/refund.cassette", world=conn, case_id="refund-4812") as r
 The public API is what ``__all__`` lists; every other module is private.
 """
 
+from ._delta import net_delta
 from ._errors import (
+    AssertionSyntaxError,
     CassetteCorrupt,
     CassetteError,
     CassetteNotFound,
@@ -48,6 +50,7 @@ from ._tools import Tool, tool, tool_schema_hash
 __all__ = [
     "FORMAT_VERSION",
     "PLACEHOLDER",
+    "AssertionSyntaxError",
     "Cassette",
     "CassetteCorrupt",
     "CassetteError",
@@ -80,6 +83,7 @@ __all__ = [
     "WorldDelta",
     "__version__",
     "llm_call",
+    "net_delta",
     "playback",
     "read_cassette",
     "record",

@@ -8,6 +8,7 @@ ReplayError
 │   └─ CassetteVersionUnsupported
 ├─ FixtureUnsupported          replay met a call the cassette cannot answer
 ├─ ToolSchemaError (+TypeError) a tool's signature cannot become a JSON schema
+├─ AssertionSyntaxError (+ValueError) a state assertion does not parse
 └─ ConfigError                 bad settings (redaction paths, pins, ...)
 ```
 
@@ -89,3 +90,21 @@ class FixtureUnsupported(ReplayError):
 
 class ToolSchemaError(ReplayError, TypeError):
     """A tool's signature cannot be turned into a JSON schema."""
+
+
+class AssertionSyntaxError(ReplayError, ValueError):
+    """A state assertion is not a valid expression; the message points at the column.
+
+    Attributes:
+        source: The assertion as written.
+        column: 0-based column of the problem.
+    """
+
+    def __init__(self, message: str, *, source: str, column: int) -> None:
+        self.source = source
+        self.column = max(0, min(column, len(source)))
+        super().__init__(f"{message} at column {self.column + 1} of {source!r}")
+
+    def caret(self) -> str:
+        """Return the assertion and a caret under the column, on two lines."""
+        return f"{self.source}\n{' ' * self.column}^"

@@ -10,10 +10,11 @@ import pytest
 
 import recorder
 from recorder._schema import schema_text
+from replay import graders
 from tests.helpers import REPO
 
 
-@pytest.mark.parametrize("module", [recorder])
+@pytest.mark.parametrize("module", [recorder, graders], ids=["recorder", "replay.graders"])
 def test_exported_members_are_complete(module: ModuleType) -> None:
     exported = module.__all__
     assert len(exported) == len(set(exported))

@@ -1,0 +1,121 @@
+"""StateDiff: what a trial changed in the world, one type whatever produced it.
+
+Built from world deltas (``recorder.WorldDelta``): those in a cassette
+(review), those of the recorded calls an agent repeated (offline), or those
+real tools produced (sandbox). It costs what the trial changed, never a scan
+of the tables. The only deepdiff import: nested JSON values in an updated
+field are compared with it, so a report can say *which part* of a JSON
+column changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from deepdiff import DeepDiff
+
+from recorder import WorldDelta, net_delta
+
+Key = tuple[Any, ...]
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RowUpdate:
+    """One updated row: the fields that changed, before and after."""
+
+    key: Key
+    before: Row
+    after: Row
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Names of the changed fields."""
+        return tuple(self.after)
+
+    def nested_changes(self, name: str) -> list[str]:
+        """Paths inside a JSON field that changed (``root['a'][0]`` style), if it holds JSON."""
+        old, new = _as_json(self.before.get(name)), _as_json(self.after.get(name))
+        if not isinstance(old, (dict, list)) or not isinstance(new, (dict, list)):
+            return []
+        diff = DeepDiff(old, new, ignore_numeric_type_changes=True, view="tree")
+        return sorted({item.path() for items in diff.values() for item in items})
+
+
+@dataclass(frozen=True, slots=True)
+class TableDiff:
+    """Rows inserted, deleted and updated in one table, by primary key."""
+
+    inserted: dict[Key, Row] = field(default_factory=dict)
+    deleted: dict[Key, Row] = field(default_factory=dict)
+    updated: dict[Key, RowUpdate] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.inserted) + len(self.deleted) + len(self.updated)
+
+
+@dataclass(frozen=True, slots=True)
+class StateDiff:
+    """What a trial changed, per table. Tables with no change are absent."""
+
+    tables: Mapping[str, TableDiff] = field(default_factory=dict)
+
+    @classmethod
+    def from_delta(cls, delta: WorldDelta) -> StateDiff:
+        """Build the diff of one (net) world delta."""
+        tables: dict[str, TableDiff] = {}
+        for name, changes in delta.items():
+            table = TableDiff()
+            for change in changes:
+                key = tuple(change.key)
+                if change.before is None and change.after is not None:
+                    table.inserted[key] = dict(change.after)
+                elif change.after is None and change.before is not None:
+                    table.deleted[key] = dict(change.before)
+                elif change.before is not None and change.after is not None:
+                    table.updated[key] = RowUpdate(key, dict(change.before), dict(change.after))
+            if len(table):
+                tables[name] = table
+        return cls(tables)
+
+    @classmethod
+    def from_deltas(cls, deltas: Iterable[WorldDelta]) -> StateDiff:
+        """Build the net diff of deltas applied in order (e.g. one per tool call)."""
+        return cls.from_delta(net_delta(list(deltas)))
+
+    def __bool__(self) -> bool:
+        return bool(self.tables)
+
+    def table(self, name: str) -> TableDiff:
+        """Return one table's diff (empty if the table did not change)."""
+        return self.tables.get(name) or TableDiff()
+
+    def touched(self) -> set[str]:
+        """Names of the tables that changed."""
+        return set(self.tables)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the diff as JSON-ready data."""
+        return {
+            name: {
+                "inserted": [{"key": list(k), "row": r} for k, r in t.inserted.items()],
+                "deleted": [{"key": list(k), "row": r} for k, r in t.deleted.items()],
+                "updated": [
+                    {"key": list(k), "before": u.before, "after": u.after}
+                    for k, u in t.updated.items()
+                ],
+            }
+            for name, t in self.tables.items()
+        }
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

@@ -1,0 +1,375 @@
+"""State assertions: short expressions over the world after a trial and its diff.
+
+Parsed with ``ast`` and interpreted node by node from a whitelist — never
+``eval``. The language::
+
+    refunds.count(order_id=4812) == 1          rows matching, counted
+    orders[4812].status == "refunded"          a row by primary key, a field
+    refunds.where(order_id=4812).amount == approx(35.0, abs=0.01)
+    ledger.sum(amount) == -35.0                also min, max, avg
+    diff.refunds.inserted == 1                 the diff: inserted, deleted, updated counts
+    no_side_effects                            nothing outside allowed_tables changed
+    answer contains "refund"                   the final answer (case-insensitive)
+
+Comparisons ``== != < <= > >=``, ``and``/``or``/``not``, numbers, strings,
+``True``/``False``/``None``. A failed comparison reports expected vs actual.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import math
+import operator
+import sqlite3
+import tokenize
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from recorder import AssertionSyntaxError
+
+from .._diff import StateDiff
+
+
+class WorldView(Protocol):
+    """Read access to the world after a trial."""
+
+    def rows(self, table: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Return the rows of ``table`` whose columns equal ``where``."""
+        ...
+
+    def get(self, table: str, key: Any) -> dict[str, Any] | None:
+        """Return the row of ``table`` with primary key ``key``, if any."""
+        ...
+
+
+class SqliteWorld:
+    """A ``WorldView`` over a SQLite connection; identifiers are checked, values bound."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._info: dict[str, tuple[list[str], list[str]]] = {}
+
+    def _table(self, table: str) -> tuple[list[str], list[str]]:
+        if table not in self._info:
+            info = self.conn.execute(
+                f'PRAGMA table_info("{table.replace(chr(34), "")}")'
+            ).fetchall()
+            if not info:
+                raise LookupError(f"no table {table!r} in the world")
+            pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
+            self._info[table] = ([r[1] for r in info], pk)
+        return self._info[table]
+
+    def _select(self, table: str, conditions: Mapping[str, Any]) -> list[dict[str, Any]]:
+        columns, _ = self._table(table)
+        for name in conditions:
+            if name not in columns and name != "rowid":
+                raise LookupError(f"table {table!r} has no column {name!r}")
+        where = " AND ".join(f'"{c}" IS ?' for c in conditions) or "1"
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        sql = f'SELECT {", ".join(f"{chr(34)}{c}{chr(34)}" for c in columns)} FROM "{table}"'
+        found = cursor.execute(f"{sql} WHERE {where}", tuple(conditions.values())).fetchall()
+        return [dict(zip(columns, r, strict=True)) for r in found]
+
+    def rows(self, table: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Return the rows of ``table`` whose columns equal ``where``."""
+        return self._select(table, where)
+
+    def get(self, table: str, key: Any) -> dict[str, Any] | None:
+        """Return the row of ``table`` with primary key ``key``, if any."""
+        _, pk = self._table(table)
+        values = key if isinstance(key, tuple) else (key,)
+        if len(values) != len(pk):
+            raise LookupError(f"table {table!r} is keyed by {', '.join(pk)}; got {key!r}")
+        found = self._select(table, dict(zip(pk, values, strict=True)))
+        return found[0] if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What an assertion is checked against."""
+
+    world: WorldView
+    diff: StateDiff
+    answer: str | None = None
+    allowed_tables: frozenset[str] | None = None
+    """Tables the case may change; None: no_side_effects cannot be checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The outcome of one assertion."""
+
+    source: str
+    passed: bool
+    expected: str | None = None
+    actual: str | None = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        if self.passed:
+            return f"ok: {self.source}"
+        detail = self.message or f"expected {self.expected}, actual {self.actual}"
+        return f"failed: {self.source}: {detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Approx:
+    """A number with a tolerance: ``approx(35.0, abs=0.01)`` or ``approx(35, rel=1e-3)``."""
+
+    value: float
+    abs: float = 0.0
+    rel: float = 1e-9
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (int, float)) or isinstance(other, bool):
+            return False
+        return math.isclose(other, self.value, rel_tol=self.rel, abs_tol=self.abs)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        tol = f"abs={self.abs}" if self.abs else f"rel={self.rel}"
+        return f"approx({self.value}, {tol})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    table: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _DiffTable:
+    name: str
+
+
+class _DiffRoot:
+    pass
+
+
+_COMPARE: dict[type, tuple[str, Callable[[Any, Any], bool]]] = {
+    ast.Eq: ("==", operator.eq),
+    ast.NotEq: ("!=", operator.ne),
+    ast.Lt: ("<", operator.lt),
+    ast.LtE: ("<=", operator.le),
+    ast.Gt: (">", operator.gt),
+    ast.GtE: (">=", operator.ge),
+}
+_CONTAINS = "__contains__"
+_AGGREGATES: dict[str, Callable[[list[Any]], Any]] = {
+    "sum": sum,
+    "min": min,
+    "max": max,
+    "avg": lambda v: sum(v) / len(v),
+}
+
+
+class _Failed(Exception):
+    """An assertion that cannot be evaluated on this world (a check failure, not a syntax error)."""
+
+
+class Assertion:
+    """A parsed state assertion; parse once, check against many trials.
+
+    Raises:
+        AssertionSyntaxError: On parse, for anything outside the language.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source.strip()
+        try:
+            self._tree = ast.parse(_rewrite_contains(self.source), mode="eval").body
+        except SyntaxError as exc:
+            raise AssertionSyntaxError(
+                exc.msg, source=self.source, column=(exc.offset or 1) - 1
+            ) from None
+        except tokenize.TokenError as exc:
+            raise AssertionSyntaxError(str(exc.args[0]), source=self.source, column=0) from None
+        self._validate(self._tree)
+
+    def __repr__(self) -> str:
+        return f"Assertion({self.source!r})"
+
+    def _reject(self, node: ast.AST, what: str) -> AssertionSyntaxError:
+        return AssertionSyntaxError(what, source=self.source, column=getattr(node, "col_offset", 0))
+
+    def _validate(self, node: ast.AST) -> None:
+        allowed = (
+            ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Call, ast.Attribute, ast.Subscript,
+            ast.Name, ast.Constant, ast.Tuple, ast.keyword, ast.Load, ast.And, ast.Or, ast.Not,
+            ast.USub, ast.UAdd, *_COMPARE,
+        )  # fmt: skip
+        for child in ast.walk(node):
+            if not isinstance(child, allowed):
+                raise self._reject(child, f"{type(child).__name__} is not allowed in an assertion")
+            if isinstance(child, ast.Compare) and len(child.ops) != 1:
+                raise self._reject(child, "compare one pair at a time (use `and`)")
+            if isinstance(child, ast.Call) and not isinstance(
+                child.func, (ast.Attribute, ast.Name)
+            ):
+                raise self._reject(child, "only table methods and approx() can be called")
+
+    def check(self, ctx: Context) -> Check:
+        """Evaluate against a trial; never raises for a world that lacks something."""
+        try:
+            return self._check(self._tree, ctx)
+        except _Failed as exc:
+            return Check(self.source, False, message=str(exc))
+        except LookupError as exc:
+            return Check(self.source, False, message=str(exc.args[0] if exc.args else exc))
+
+    def _check(self, node: ast.expr, ctx: Context) -> Check:
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            symbol, compare = _COMPARE[type(node.ops[0])]
+            actual = self._value(node.left, ctx)
+            expected = self._value(node.comparators[0], ctx)
+            try:
+                passed = bool(compare(actual, expected))
+            except TypeError:
+                passed = False
+            shown = repr(expected) if symbol == "==" else f"{symbol} {expected!r}"
+            return Check(self.source, passed, shown, repr(actual))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == _CONTAINS
+        ):
+            text, needle = (self._value(a, ctx) for a in node.args)
+            passed = str(needle).lower() in str(text).lower()
+            return Check(self.source, passed, f"contains {needle!r}", repr(text))
+        if isinstance(node, ast.Name) and node.id == "no_side_effects":
+            if ctx.allowed_tables is None:
+                raise _Failed("no_side_effects needs the case's allowed_tables")
+            outside = sorted(ctx.diff.touched() - ctx.allowed_tables)
+            if outside:
+                allowed = ", ".join(sorted(ctx.allowed_tables)) or "none"
+                return Check(
+                    self.source,
+                    False,
+                    message=f"changed {', '.join(outside)} (allowed: {allowed})",
+                )
+            return Check(self.source, True)
+        value = self._value(node, ctx)
+        return Check(self.source, bool(value), "true", repr(value))
+
+    def _value(self, node: ast.expr, ctx: Context) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.UnaryOp):
+            operand = self._value(node.operand, ctx)
+            if isinstance(node.op, ast.Not):
+                return not operand
+            if not isinstance(operand, (int, float)):
+                raise _Failed(f"cannot negate {operand!r}")
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.BoolOp):
+            values = (self._check(v, ctx).passed for v in node.values)
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.Compare):
+            return self._check(node, ctx).passed
+        if isinstance(node, ast.Tuple):
+            return tuple(self._value(e, ctx) for e in node.elts)
+        if isinstance(node, ast.Name):
+            return self._name(node, ctx)
+        if isinstance(node, ast.Subscript):
+            base = self._value(node.value, ctx)
+            if not isinstance(base, _Table):
+                raise self._reject(node, "only a table can be indexed (by primary key)")
+            key = self._value(node.slice, ctx)
+            row = ctx.world.get(base.name, key)
+            if row is None:
+                raise _Failed(f"{base.name}[{key!r}] does not exist")
+            return _Rows(base.name, [row])
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node, self._value(node.value, ctx), ctx)
+        if isinstance(node, ast.Call):
+            return self._call(node, ctx)
+        raise self._reject(node, f"{type(node).__name__} is not allowed in an assertion")
+
+    def _name(self, node: ast.Name, ctx: Context) -> Any:
+        if node.id == "answer":
+            return ctx.answer or ""
+        if node.id == "diff":
+            return _DiffRoot()
+        if node.id == "no_side_effects":
+            return self._check(node, ctx).passed
+        return _Table(node.id)
+
+    def _attribute(self, node: ast.Attribute, base: Any, ctx: Context) -> Any:
+        if isinstance(base, _DiffRoot):
+            return _DiffTable(node.attr)
+        if isinstance(base, _DiffTable):
+            if node.attr not in ("inserted", "deleted", "updated"):
+                raise self._reject(node, "use diff.<table>.inserted, .deleted or .updated")
+            return len(getattr(ctx.diff.table(base.name), node.attr))
+        if isinstance(base, _Rows):
+            if len(base.rows) != 1:
+                raise _Failed(
+                    f"{base.table}: {len(base.rows)} rows matched, so .{node.attr} is ambiguous"
+                )
+            row = base.rows[0]
+            if node.attr not in row:
+                raise _Failed(f"{base.table} has no column {node.attr!r}")
+            return row[node.attr]
+        raise self._reject(node, f"unknown attribute .{node.attr}")
+
+    def _call(self, node: ast.Call, ctx: Context) -> Any:
+        kwargs = {k.arg: self._value(k.value, ctx) for k in node.keywords if k.arg is not None}
+        if isinstance(node.func, ast.Name):
+            if node.func.id == _CONTAINS:
+                return self._check(node, ctx).passed
+            if node.func.id != "approx" or len(node.args) != 1:
+                raise self._reject(node, "only approx(value, abs=..., rel=...) can be called")
+            value = self._value(node.args[0], ctx)
+            unknown = set(kwargs) - {"abs", "rel"}
+            if unknown or not isinstance(value, (int, float)):
+                raise self._reject(node, "approx takes a number and abs= or rel=")
+            return Approx(float(value), **kwargs)
+        assert isinstance(node.func, ast.Attribute)
+        method = node.func.attr
+        base = self._value(node.func.value, ctx)
+        if isinstance(base, _DiffTable):
+            raise self._reject(node, "diff counts are attributes: diff.<table>.inserted")
+        if not isinstance(base, (_Table, _Rows)):
+            raise self._reject(node.func, f"{method}() applies to a table")
+        table = base.name if isinstance(base, _Table) else base.table
+        if method in ("count", "where"):
+            if node.args:
+                raise self._reject(node, f"{method}() takes column=value filters")
+            rows = ctx.world.rows(table, kwargs) if isinstance(base, _Table) else [
+                r for r in base.rows if all(r.get(k) == v for k, v in kwargs.items())
+            ]  # fmt: skip
+            return len(rows) if method == "count" else _Rows(table, rows)
+        if method in _AGGREGATES:
+            if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or kwargs:
+                raise self._reject(node, f"{method}() takes one column name, e.g. {method}(amount)")
+            column = node.args[0].id
+            rows = ctx.world.rows(table, {}) if isinstance(base, _Table) else base.rows
+            values = [r.get(column) for r in rows if r.get(column) is not None]
+            if rows and column not in rows[0]:
+                raise _Failed(f"{table} has no column {column!r}")
+            return _AGGREGATES[method](values) if values else None
+        raise self._reject(
+            node.func, f"unknown method {method}(); use count, where, sum, min, max, avg"
+        )
+
+
+def _rewrite_contains(source: str) -> str:
+    """Turn ``A contains B`` into ``__contains__(A, B)`` (one top-level use)."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    hits = [t for t in tokens if t.type == tokenize.NAME and t.string == "contains"]
+    if not hits:
+        return source
+    at = hits[0].start[1]
+    left, right = source[:at].rstrip(), source[at + len("contains") :].strip()
+    return f"{_CONTAINS}({left}, {right})"
