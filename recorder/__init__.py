@@ -13,6 +13,7 @@ The public API is what ``__all__`` lists; every other module is private.
 from ._delta import net_delta
 from ._errors import (
     AssertionSyntaxError,
+    CaseFileError,
     CassetteCorrupt,
     CassetteError,
     CassetteNotFound,
@@ -51,6 +52,7 @@ __all__ = [
     "FORMAT_VERSION",
     "PLACEHOLDER",
     "AssertionSyntaxError",
+    "CaseFileError",
     "Cassette",
     "CassetteCorrupt",
     "CassetteError",

@@ -9,6 +9,7 @@ ReplayError
 ├─ FixtureUnsupported          replay met a call the cassette cannot answer
 ├─ ToolSchemaError (+TypeError) a tool's signature cannot become a JSON schema
 ├─ AssertionSyntaxError (+ValueError) a state assertion does not parse
+├─ CaseFileError (+ValueError) a case file is malformed: names file and field
 └─ ConfigError                 bad settings (redaction paths, pins, ...)
 ```
 
@@ -108,3 +109,18 @@ class AssertionSyntaxError(ReplayError, ValueError):
     def caret(self) -> str:
         """Return the assertion and a caret under the column, on two lines."""
         return f"{self.source}\n{' ' * self.column}^"
+
+
+class CaseFileError(ReplayError, ValueError):
+    """A case file cannot be loaded.
+
+    Attributes:
+        path: The case file.
+        field: Dotted path of the offending field, if one is to blame.
+    """
+
+    def __init__(self, message: str, *, path: str | Path, field: str | None = None) -> None:
+        self.path = Path(path)
+        self.field = field
+        where = f" (field {field})" if field else ""
+        super().__init__(f"{self.path}{where}: {message}")

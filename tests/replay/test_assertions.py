@@ -183,3 +183,13 @@ def test_sqlite_world_binds_values(tmp_path: Path) -> None:
     world = SqliteWorld(conn)
     assert world.rows("t", {"name": "x' OR 1=1 --"}) == [{"id": 1, "name": "x' OR 1=1 --"}]
     assert world.rows("t", {"name": "y"}) == []
+
+
+def test_the_demo_case_holds_for_the_demo_recording(refunded: Context) -> None:
+    from replay._case import load_case
+    from tests.helpers import REPO
+
+    case = load_case(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
+    ctx = Context(refunded.world, refunded.diff, refunded.answer, frozenset(case.allowed_tables))
+    checks = [a.check(ctx) for a in case.parsed_assertions()]
+    assert all(c.passed for c in checks), [str(c) for c in checks if not c.passed]

@@ -1,0 +1,145 @@
+"""Case files: one instruction, a starting world, and what success means (YAML).
+
+```yaml
+id: refund-4812
+suite: regression            # or capability
+instruction: Refund order 4812 and notify the customer.
+fixture: ../fixture.sql      # .sql script, .json dict-of-tables or .db; relative to this file
+allowed_tables: [orders, refunds, ledger, emails]
+forbidden_tools: [delete_customer]
+must_call: [issue_refund]
+max_steps: 12
+max_cost: 0.50
+assert:
+  - refunds.count(order_id=4812) == 1
+  - no_side_effects
+scoring: all_pass            # or weighted, hybrid
+reference_solution:
+  - {tool: issue_refund, args: {order_id: 4812, amount: 35.0, reason: customer request}}
+tags: [refunds, critical]
+```
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from recorder import AssertionSyntaxError, CaseFileError
+
+from .graders import Assertion
+
+FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
+
+
+class Suite(str, enum.Enum):
+    """Which suite a case belongs to."""
+
+    CAPABILITY = "capability"
+    """Hard cases; a low pass rate is expected."""
+    REGRESSION = "regression"
+    """Cases that must keep passing (near 100%)."""
+
+
+class Scoring(str, enum.Enum):
+    """How a case's grades combine into its verdict."""
+
+    ALL_PASS = "all_pass"
+    WEIGHTED = "weighted"
+    HYBRID = "hybrid"
+
+
+class ToolCallSpec(BaseModel):
+    """One call of a reference solution."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    tool: str
+    """Tool name."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments by parameter name."""
+
+
+class Case(BaseModel):
+    """A case as written in its file, paths resolved against the file."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
+    )
+
+    id: str = Field(min_length=1)
+    """Unique id of the case."""
+    suite: Suite = Suite.CAPABILITY
+    instruction: str = Field(min_length=1)
+    """What the agent is asked to do."""
+    fixture: Path
+    """The starting world: a .sql script, a JSON dict-of-tables or a .db file."""
+    allowed_tables: list[str] = Field(default_factory=list)
+    """Tables the agent may change; anything else is a side effect."""
+    forbidden_tools: list[str] = Field(default_factory=list)
+    must_call: list[str] = Field(default_factory=list)
+    max_steps: int | None = Field(default=None, gt=0)
+    max_cost: float | None = Field(default=None, ge=0)
+    assertions: list[str] = Field(default_factory=list, alias="assert")
+    """State assertions (see replay.graders.Assertion)."""
+    scoring: Scoring = Scoring.ALL_PASS
+    reference_solution: list[ToolCallSpec] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    path: Path | None = None
+    """The file the case was loaded from."""
+
+    @field_validator("fixture")
+    @classmethod
+    def _fixture_kind(cls, value: Path) -> Path:
+        if value.suffix.lower() not in FIXTURE_SUFFIXES:
+            raise ValueError(f"must end in one of {', '.join(FIXTURE_SUFFIXES)}")
+        return value
+
+    def parsed_assertions(self) -> list[Assertion]:
+        """Return the assertions, parsed (they were checked when the case was loaded)."""
+        return [Assertion(a) for a in self.assertions]
+
+
+def load_case(path: str | Path) -> Case:
+    """Load and validate one case file.
+
+    Raises:
+        CaseFileError: Naming the file and the field, for anything malformed:
+            YAML syntax, a missing or mistyped field, a fixture that does not
+            exist, an assertion that does not parse.
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CaseFileError("no such case file", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(f"cannot read it ({exc})", path=path) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise CaseFileError(f"{problem}{where}", path=path) from None
+    if not isinstance(data, dict):
+        raise CaseFileError(
+            "must be a mapping of fields (id, instruction, fixture, ...)", path=path
+        )
+    try:
+        case = Case.model_validate({**data, "path": path})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise CaseFileError(err["msg"], path=path, field=field) from None
+    fixture = case.fixture if case.fixture.is_absolute() else path.parent / case.fixture
+    if not fixture.exists():
+        raise CaseFileError(f"fixture {fixture} does not exist", path=path, field="fixture")
+    for index, source in enumerate(case.assertions):
+        try:
+            Assertion(source)
+        except AssertionSyntaxError as exc:
+            raise CaseFileError(str(exc), path=path, field=f"assert.{index}") from None
+    return case.model_copy(update={"fixture": fixture.resolve()})
