@@ -10,6 +10,7 @@ with record("cassettes/refund.cassette", world=conn, case_id="refund-4812") as r
 The public API is what ``__all__`` lists; every other module is private.
 """
 
+from ._capture import world_hash
 from ._delta import net_delta
 from ._errors import (
     AssertionSyntaxError,
@@ -19,6 +20,7 @@ from ._errors import (
     CassetteNotFound,
     CassetteVersionUnsupported,
     ConfigError,
+    FixtureError,
     FixtureUnsupported,
     ReplayError,
     ToolSchemaError,
@@ -62,6 +64,7 @@ __all__ = [
     "ErrorEvent",
     "ErrorInfo",
     "Event",
+    "FixtureError",
     "FixtureUnsupported",
     "Footer",
     "Header",
@@ -91,4 +94,5 @@ __all__ = [
     "record",
     "tool",
     "tool_schema_hash",
+    "world_hash",
 ]

@@ -10,6 +10,7 @@ ReplayError
 ├─ ToolSchemaError (+TypeError) a tool's signature cannot become a JSON schema
 ├─ AssertionSyntaxError (+ValueError) a state assertion does not parse
 ├─ CaseFileError (+ValueError) a case file is malformed: names file and field
+├─ FixtureError                the starting world cannot be built
 └─ ConfigError                 bad settings (redaction paths, pins, ...)
 ```
 
@@ -124,3 +125,15 @@ class CaseFileError(ReplayError, ValueError):
         self.field = field
         where = f" (field {field})" if field else ""
         super().__init__(f"{self.path}{where}: {message}")
+
+
+class FixtureError(ReplayError):
+    """A fixture cannot be turned into a world.
+
+    Attributes:
+        path: The fixture (or its description).
+    """
+
+    def __init__(self, message: str, *, path: str | Path) -> None:
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")

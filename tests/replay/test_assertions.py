@@ -10,8 +10,9 @@ import pytest
 from examples.shop import record_refund
 from recorder import AssertionSyntaxError, RowChange, read_cassette
 from replay._diff import StateDiff
+from replay._world import Fixture
 from replay.graders import Assertion, Context, SqliteWorld
-from tests.helpers import shop_world
+from tests.helpers import SHOP_FIXTURE
 
 
 @pytest.fixture(scope="module")
@@ -22,23 +23,11 @@ def refunded(tmp_path_factory: pytest.TempPathFactory) -> Context:
     record_refund(path)
     cassette = read_cassette(path)
     assert cassette.footer is not None and cassette.footer.state_diff is not None
-    world = shop_world(directory)
+    world = Fixture.load(SHOP_FIXTURE).open()
+    world.apply(cassette.footer.state_diff)  # the world after = the fixture + the net delta
     diff = StateDiff.from_delta(cassette.footer.state_diff)
-    # The world after = the fixture with the trial's net changes applied.
-    for table, part in diff.tables.items():
-        for row in part.inserted.values():
-            cols = ", ".join(row)
-            world.execute(
-                f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' * len(row))})",
-                tuple(row.values()),
-            )
-        for key, update in part.updated.items():
-            sets = ", ".join(f"{c} = ?" for c in update.after)
-            world.execute(
-                f"UPDATE {table} SET {sets} WHERE rowid = ?", (*update.after.values(), key[0])
-            )
     return Context(
-        world=SqliteWorld(world),
+        world=SqliteWorld(world.conn),
         diff=diff,
         answer=cassette.footer.final_answer,
         allowed_tables=frozenset({"orders", "refunds", "ledger", "emails"}),

@@ -1,0 +1,239 @@
+"""Worlds: a fixture loaded once, and a fresh in-memory copy of it per trial.
+
+A ``Fixture`` is built once from a ``.sql`` script, a JSON dict-of-tables or
+a ``.db`` file, and kept as bytes (``Connection.serialize``): worlds travel
+as bytes, with no shared file. A ``World`` is an in-memory database made
+from those bytes; everything a trial does happens inside one transaction
+that ``reset()`` rolls back, so a reset costs what the trial changed, not
+the size of the fixture. Tools get ``world.conn``: their ``commit()`` (and
+``with conn:``) mark a savepoint instead of ending that transaction, and
+their ``rollback()`` returns to it. A tool that ends the transaction
+itself (a raw ``COMMIT``) is detected; the next reset then rebuilds the
+world from the fixture's bytes (correct, but costs the fixture's size).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import sqlite_utils
+
+from recorder import FixtureError, WorldDelta, world_hash
+
+_SAVEPOINT = "_replay_commit"
+
+
+class TrialConnection(sqlite3.Connection):
+    """The connection a trial's tools use: commits become savepoints inside the trial."""
+
+    def commit(self) -> None:
+        """Keep the writes so far (a savepoint), without ending the trial's transaction."""
+        if self.in_transaction:
+            super().execute(f"RELEASE {_SAVEPOINT}")
+            super().execute(f"SAVEPOINT {_SAVEPOINT}")
+
+    def rollback(self) -> None:
+        """Undo the writes since the last commit."""
+        if self.in_transaction:
+            super().execute(f"ROLLBACK TO {_SAVEPOINT}")
+
+    def __enter__(self) -> TrialConnection:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
+        if exc is None:
+            self.commit()
+        else:
+            self.rollback()
+        return False
+
+
+class Fixture:
+    """A starting world, built once.
+
+    Attributes:
+        source: Where it was built from.
+        hash: Content hash (schema and rows), the ``fixture_hash`` pin.
+        size: Bytes of the database.
+    """
+
+    def __init__(self, template: sqlite3.Connection, source: str) -> None:
+        self.source = source
+        self.hash = world_hash(template)
+        self._data: bytes | None = None
+        serialize = getattr(template, "serialize", None)
+        if serialize is not None:
+            self._data = serialize()
+            template.close()
+            self._template: sqlite3.Connection | None = None
+        else:  # Python 3.10: no serialize; keep the template and copy it with the backup API
+            self._template = template
+        if self._data is not None:
+            self.size = len(self._data)
+        else:
+            assert self._template is not None
+            pages = self._template.execute("PRAGMA page_count").fetchone()[0]
+            self.size = int(pages) * int(self._template.execute("PRAGMA page_size").fetchone()[0])
+
+    @classmethod
+    def load(cls, path: str | Path) -> Fixture:
+        """Build a fixture from a ``.sql``, ``.json`` or ``.db``/``.sqlite`` file.
+
+        Raises:
+            FixtureError: The file is missing or cannot be turned into a world.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise FixtureError("no such fixture file", path=path)
+        suffix = path.suffix.lower()
+        conn = sqlite3.connect(":memory:")
+        try:
+            if suffix == ".sql":
+                conn.executescript(path.read_text(encoding="utf-8"))
+            elif suffix == ".json":
+                _load_json(conn, json.loads(path.read_text(encoding="utf-8")))
+            elif suffix in (".db", ".sqlite", ".sqlite3"):
+                source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                try:
+                    source.backup(conn)
+                finally:
+                    source.close()
+            else:
+                raise FixtureError(
+                    f"unknown fixture type {suffix!r}; use .sql, .json or .db", path=path
+                )
+            conn.commit()
+        except FixtureError:
+            conn.close()
+            raise
+        except (sqlite3.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
+            conn.close()
+            raise FixtureError(f"cannot build the world ({exc})", path=path) from None
+        return cls(conn, str(path))
+
+    @classmethod
+    def from_connection(cls, conn: sqlite3.Connection, source: str = "<connection>") -> Fixture:
+        """Build a fixture from a copy of an open database."""
+        copy = sqlite3.connect(":memory:")
+        conn.backup(copy)
+        return cls(copy, source)
+
+    def open(self) -> World:
+        """Return a fresh world for one trial (costs the fixture's size, once)."""
+        conn = sqlite3.connect(
+            ":memory:", factory=TrialConnection, isolation_level=None, check_same_thread=False
+        )
+        self._fill(conn)
+        return World(self, conn)
+
+    def _fill(self, conn: sqlite3.Connection) -> None:
+        if self._data is not None:
+            conn.deserialize(self._data)  # type: ignore[attr-defined]
+        else:
+            assert self._template is not None
+            self._template.backup(conn)
+
+
+class World:
+    """One trial's world. Use ``conn`` in tools; ``reset()`` between trials."""
+
+    def __init__(self, fixture: Fixture, conn: TrialConnection) -> None:
+        self.fixture = fixture
+        self.conn = conn
+        self.rebuilds = 0
+        """How many resets had to rebuild from the fixture (a tool ended the transaction)."""
+        sqlite3.Connection.execute(conn, "CREATE TEMP TABLE _replay_epoch (n)")
+        self._begin()
+
+    def _begin(self) -> None:
+        run = sqlite3.Connection.execute
+        run(self.conn, "BEGIN")
+        # A row that only survives the rollback if someone committed the transaction.
+        run(self.conn, "INSERT INTO temp._replay_epoch VALUES (1)")
+        run(self.conn, f"SAVEPOINT {_SAVEPOINT}")
+
+    def reset(self) -> None:
+        """Return to the fixture: roll the trial back (or rebuild if a tool committed it)."""
+        run = sqlite3.Connection.execute
+        if self.conn.in_transaction:
+            run(self.conn, "ROLLBACK")
+        if run(self.conn, "SELECT count(*) FROM temp._replay_epoch").fetchone()[0]:
+            self.rebuilds += 1
+            run(self.conn, "DELETE FROM temp._replay_epoch")
+            self.fixture._fill(self.conn)
+        self._begin()
+
+    def apply(self, delta: WorldDelta) -> None:
+        """Apply a recorded delta (review and offline modes), in order, by primary key."""
+        keys = _primary_keys(self.conn)
+        for table, changes in delta.items():
+            pk = keys.get(table)
+            if pk is None:
+                raise FixtureError(f"the delta changes table {table!r}, which the world lacks",
+                                   path=self.fixture.source)  # fmt: skip
+            where = " AND ".join(f'"{c}" IS ?' for c in pk)
+            for change in changes:
+                if change.before is not None:
+                    if change.after is None:
+                        self.conn.execute(f'DELETE FROM "{table}" WHERE {where}', change.key)
+                        continue
+                    sets = ", ".join(f'"{c}" = ?' for c in change.after)
+                    self.conn.execute(
+                        f'UPDATE "{table}" SET {sets} WHERE {where}',
+                        (*change.after.values(), *change.key),
+                    )
+                elif change.after is not None:
+                    row = dict(change.after)
+                    if pk == ["rowid"]:
+                        row["rowid"] = change.key[0]
+                    cols = ", ".join(f'"{c}"' for c in row)
+                    marks = ", ".join("?" for _ in row)
+                    self.conn.execute(
+                        f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', tuple(row.values())
+                    )
+
+    def close(self) -> None:
+        """Drop the world."""
+        self.conn.close()
+
+
+def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master "
+            "WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        )
+    ]
+    keys = {}
+    for name in tables:
+        info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
+        keys[name] = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
+    return keys
+
+
+def _load_json(conn: sqlite3.Connection, data: Any) -> None:
+    """Tables from ``{"table": [rows...]}`` or ``{"table": {"pk": "col", "rows": [...]}}``.
+
+    Without an explicit ``pk``, a column named ``id`` is the primary key.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError('a JSON fixture is an object of tables: {"table": [rows...]}')
+    db = sqlite_utils.Database(conn)
+    for table, spec in data.items():
+        rows, pk = (spec.get("rows"), spec.get("pk")) if isinstance(spec, Mapping) else (spec, None)
+        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+            raise ValueError(f"table {table!r} must be a list of row objects")
+        if pk is None and rows and all("id" in r for r in rows):
+            pk = "id"
+        db.table(table).insert_all(rows, pk=pk)

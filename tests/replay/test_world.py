@@ -1,0 +1,134 @@
+"""Worlds: fixtures from .sql/.json/.db, a fresh world per trial, reset by rollback."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from examples.shop import INSTRUCTION, make_tools, refund_policy, run_agent
+from recorder import FixtureError, read_cassette, record, world_hash
+from replay._world import Fixture, World
+from replay.stub_llm import StubLLM
+from tests.helpers import REPO, SHOP_FIXTURE
+
+ROWS = {
+    "orders": [
+        {"id": 1, "status": "paid", "total": 35.0},
+        {"id": 2, "status": "paid", "total": 9.5},
+    ]
+}
+
+
+@pytest.fixture
+def shop() -> Fixture:
+    return Fixture.load(SHOP_FIXTURE)
+
+
+def snapshot(world: World) -> str:
+    return world_hash(world.conn)
+
+
+def test_three_kinds_of_fixture(tmp_path: Path) -> None:
+    sql = tmp_path / "w.sql"
+    sql.write_text(
+        "create table orders (id integer primary key, status text, total float);"
+        "insert into orders values (1, 'paid', 35.0), (2, 'paid', 9.5);"
+    )
+    js = tmp_path / "w.json"
+    js.write_text(json.dumps(ROWS))
+    db = tmp_path / "w.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(sql.read_text())
+    conn.close()
+    worlds = [Fixture.load(p).open() for p in (sql, js, db)]
+    for world in worlds:
+        rows = world.conn.execute("select id, status, total from orders order by id").fetchall()
+        assert rows == [(1, "paid", 35.0), (2, "paid", 9.5)]
+        assert (
+            world.conn.execute("pragma table_info(orders)").fetchall()[0][5] == 1
+        )  # id is the key
+    assert Fixture.load(sql).hash == Fixture.load(db).hash
+
+
+def test_reset_undoes_everything_a_trial_did(shop: Fixture) -> None:
+    world = shop.open()
+    before = snapshot(world)
+    assert before == shop.hash
+    conn = world.conn
+    with conn:  # a tool's own transaction: becomes a savepoint inside the trial
+        conn.execute("insert into refunds (order_id, amount, reason) values (4812, 35, 'x')")
+    conn.execute("update orders set status = 'refunded' where id = 4812")
+    conn.commit()
+    conn.execute("delete from inventory")
+    conn.rollback()  # back to the last commit: inventory is whole again
+    assert conn.execute("select count(*) from inventory").fetchone() == (2,)
+    assert snapshot(world) != before
+    world.reset()
+    assert snapshot(world) == before and world.rebuilds == 0
+
+
+def test_a_raw_commit_is_detected_and_rebuilt(shop: Fixture) -> None:
+    world = shop.open()
+    sqlite3.Connection.execute(world.conn, "DELETE FROM inventory")
+    sqlite3.Connection.execute(world.conn, "COMMIT")
+    sqlite3.Connection.execute(world.conn, "BEGIN")
+    world.reset()
+    assert world.rebuilds == 1 and snapshot(world) == shop.hash
+
+
+def test_worlds_of_one_fixture_are_independent(shop: Fixture) -> None:
+    first, second = shop.open(), shop.open()
+    first.conn.execute("delete from orders")
+    assert second.conn.execute("select count(*) from orders").fetchone() == (3,)
+    assert snapshot(second) == shop.hash
+
+
+def test_a_recorded_trial_on_a_world_then_replayed_as_a_delta(
+    shop: Fixture, tmp_path: Path
+) -> None:
+    world = shop.open()
+    path = tmp_path / "trial.cassette"
+    with (
+        StubLLM(refund_policy()) as llm,
+        record(path, world=world.conn, pins={"mode": "sandbox"}) as rec,
+    ):
+        rec.answer(run_agent(INSTRUCTION, make_tools(world.conn), base_url=llm.openai_base_url))
+    after = snapshot(world)
+    cassette = read_cassette(path)
+    assert cassette.header.fixture_hash == shop.hash
+    world.reset()
+    assert snapshot(world) == shop.hash
+    # Review mode's world: the fixture plus the recorded net delta is the same world.
+    assert cassette.footer is not None and cassette.footer.state_diff is not None
+    world.apply(cassette.footer.state_diff)
+    assert snapshot(world) == after
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bad.sql", "create tabel x (id);", 'cannot build the world (near "tabel": syntax error)'),
+        ("bad.json", "[1, 2]", "a JSON fixture is an object of tables"),
+        ("bad2.json", '{"t": [1]}', "table 't' must be a list of row objects"),
+        ("bad.csv", "a,b", "unknown fixture type '.csv'"),
+    ],
+)
+def test_unusable_fixtures_are_one_line_errors(
+    tmp_path: Path, name: str, content: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(FixtureError) as info:
+        Fixture.load(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}: ") and message in text and "\n" not in text
+    with pytest.raises(FixtureError, match="no such fixture file"):
+        Fixture.load(tmp_path / "missing.sql")
+
+
+def test_the_demo_case_fixture_is_the_recorded_one() -> None:
+    cassette = read_cassette(REPO / "cassettes" / "refund-4812.cassette")
+    assert Fixture.load(SHOP_FIXTURE).hash == cassette.header.fixture_hash
