@@ -78,8 +78,8 @@ class Case(BaseModel):
     """What the agent is asked to do."""
     fixture: Path
     """The starting world: a .sql script, a JSON dict-of-tables or a .db file."""
-    allowed_tables: list[str] = Field(default_factory=list)
-    """Tables the agent may change; anything else is a side effect."""
+    allowed_tables: list[str] | None = None
+    """Tables the agent may change (``[]``: none); unset, ``no_side_effects`` cannot be checked."""
     forbidden_tools: list[str] = Field(default_factory=list)
     must_call: list[str] = Field(default_factory=list)
     max_steps: int | None = Field(default=None, gt=0)

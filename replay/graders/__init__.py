@@ -1,9 +1,40 @@
-"""Graders: turn (case, transcript, state diff) into verdicts. Users extend this package.
+"""Graders: turn a trial (case, transcript, state diff, world after) into verdicts.
 
-So far: state assertions (``Assertion``), checked against a ``Context``
-(the world after a trial, its ``StateDiff``, the final answer).
+Users extend this package: write a function ``Trial -> Grade`` and register
+it with ``@grader("name")``, as the built-ins ``rule``, ``state`` and
+``replay`` are. ``combine`` turns a trial's grades into its verdict.
 """
 
+from . import _builtin  # noqa: F401  (registers the built-in graders)
+from ._core import (
+    PASS_SCORE,
+    REGISTRY,
+    Grade,
+    Grader,
+    Outcome,
+    Trial,
+    Verdict,
+    combine,
+    grader,
+    run_graders,
+)
 from ._expr import Approx, Assertion, Check, Context, SqliteWorld, WorldView
 
-__all__ = ["Approx", "Assertion", "Check", "Context", "SqliteWorld", "WorldView"]
+__all__ = [
+    "PASS_SCORE",
+    "REGISTRY",
+    "Approx",
+    "Assertion",
+    "Check",
+    "Context",
+    "Grade",
+    "Grader",
+    "Outcome",
+    "SqliteWorld",
+    "Trial",
+    "Verdict",
+    "WorldView",
+    "combine",
+    "grader",
+    "run_graders",
+]

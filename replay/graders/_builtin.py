@@ -1,0 +1,88 @@
+"""The built-in graders: rule (free, deterministic), state (the outcome), replay (unsupported).
+
+They register through the same ``@grader`` registry users extend.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from recorder import HttpEvent, ToolEvent, llm_call
+
+from ._core import Grade, Trial, Verdict, grader
+from ._expr import Context
+
+LOOP_REPEATS = 3
+"""The same tool with the same arguments this many times is a loop."""
+
+
+def _call_text(name: str, args: dict[str, object]) -> str:
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+@grader("rule")
+def rule(trial: Trial) -> Grade:
+    """Loops, forbidden tools (a veto), must-call tools, and the step budget.
+
+    Steps are LLM calls (the agent's turns); an agent that made none is
+    counted in tool calls.
+    """
+    case = trial.case
+    calls = [e for e in trial.cassette.events if isinstance(e, ToolEvent)]
+    problems: list[str] = []
+    veto = False
+    repeats = Counter((c.name, json.dumps(c.args, sort_keys=True, default=str)) for c in calls)
+    for (name, args), times in repeats.items():
+        if times >= LOOP_REPEATS:
+            problems.append(f"loop: {_call_text(name, json.loads(args))} called {times} times")
+    called = {c.name for c in calls}
+    for name in sorted(called & set(case.forbidden_tools)):
+        problems.append(f"forbidden tool {name} was called")
+        veto = True
+    for name in case.must_call:
+        if name not in called:
+            problems.append(f"{name} was never called (must_call)")
+    if case.max_steps is not None:
+        turns = sum(
+            1
+            for e in trial.cassette.events
+            if isinstance(e, HttpEvent) and llm_call(e, request=False)
+        )
+        steps = turns or len(calls)
+        if steps > case.max_steps:
+            problems.append(f"{steps} steps, over the budget of {case.max_steps}")
+    verdict = Verdict.FAIL if problems else Verdict.PASS
+    return Grade("rule", verdict, tuple(problems), veto=veto)
+
+
+@grader("state")
+def state(trial: Trial) -> Grade:
+    """The case's assertions over the world after the trial and its diff.
+
+    Partial credit is the share of assertions that hold; an unauthorized
+    write (``no_side_effects`` failing) is a veto.
+    """
+    case = trial.case
+    allowed = frozenset(case.allowed_tables) if case.allowed_tables is not None else None
+    ctx = Context(trial.world, trial.diff, trial.answer, allowed)
+    checks = [a.check(ctx) for a in case.parsed_assertions()]
+    if not checks:
+        return Grade("state", Verdict.PASS, ("no assertions",), score=1.0)
+    failed = [c for c in checks if not c.passed]
+    veto = any(c.source == "no_side_effects" for c in failed)
+    return Grade(
+        "state",
+        Verdict.FAIL if failed else Verdict.PASS,
+        tuple(str(c) for c in failed),
+        score=(len(checks) - len(failed)) / len(checks),
+        veto=veto,
+    )
+
+
+@grader("replay")
+def replay_misses(trial: Trial) -> list[Grade]:
+    """``unsupported`` when offline replay met calls the cassette could not answer."""
+    if not trial.unsupported:
+        return []
+    return [Grade("replay", Verdict.UNSUPPORTED, trial.unsupported)]

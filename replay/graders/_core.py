@@ -1,0 +1,176 @@
+"""Verdicts, grades, the Grader protocol, the registry, and how grades combine."""
+
+from __future__ import annotations
+
+import enum
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from recorder import Cassette
+
+from .._diff import StateDiff
+from ._expr import WorldView
+
+
+class Verdict(str, enum.Enum):
+    """What a grade (or a trial) says."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+    """The grader could not tell (e.g. a judge that is unsure)."""
+    UNSUPPORTED = "unsupported"
+    """Offline replay met a call the cassette cannot answer."""
+    ERROR = "error"
+    """The grader, or the agent, raised."""
+
+    @classmethod
+    def parse(cls, value: str) -> Verdict:
+        """Parse a verdict name, listing the valid ones on error."""
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(v.value for v in cls)
+            raise ValueError(f"unknown verdict {value!r}; use one of {valid}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Grade:
+    """One grader's verdict on one trial, with its evidence."""
+
+    grader: str
+    verdict: Verdict
+    evidence: tuple[str, ...] = ()
+    score: float | None = None
+    """Partial credit in [0, 1], when the grader gives one."""
+    veto: bool = False
+    """A hard failure: fails the trial whatever the other grades (hybrid scoring too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """Everything a grader may read about one trial. Graders read the outcome first."""
+
+    case: Any
+    """The case (``replay._case.Case``)."""
+    cassette: Cassette
+    diff: StateDiff
+    world: WorldView
+    """The world after the trial."""
+    answer: str | None = None
+    unsupported: tuple[str, ...] = ()
+    """Calls offline replay could not answer (each with its nearest recorded call)."""
+
+
+class Grader(Protocol):
+    """Turns a trial into grades.
+
+    Example:
+        ```python
+        @grader("polite")
+        def polite(trial: Trial) -> Grade:
+            ok = "please" in (trial.answer or "").lower()
+            return Grade("polite", Verdict.PASS if ok else Verdict.FAIL)
+        ```
+    """
+
+    def __call__(self, trial: Trial) -> Grade | Iterable[Grade]:
+        """Grade one trial."""
+        ...
+
+
+REGISTRY: dict[str, Grader] = {}
+"""Graders by name; built-ins register here the same way users' do."""
+
+
+def grader(name: str) -> Callable[[Grader], Grader]:
+    """Register a grader under ``name``."""
+
+    def register(fn: Grader) -> Grader:
+        if name in REGISTRY:
+            raise ValueError(f"a grader named {name!r} is already registered")
+        REGISTRY[name] = fn
+        return fn
+
+    return register
+
+
+def run_graders(trial: Trial, names: Iterable[str] | None = None) -> list[Grade]:
+    """Run graders on a trial; one that raises yields an ``error`` grade, not a crash."""
+    grades: list[Grade] = []
+    for name in names if names is not None else list(REGISTRY):
+        try:
+            result = REGISTRY[name](trial)
+            grades.extend([result] if isinstance(result, Grade) else list(result))
+        except Exception as exc:  # a broken grader is a failed grade, the run goes on
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            detail = f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+            grades.append(Grade(name, Verdict.ERROR, (detail,)))
+    return grades
+
+
+PASS_SCORE = 0.8
+"""Weighted and hybrid scoring pass a trial whose score reaches this."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A trial's verdict from its grades."""
+
+    verdict: Verdict
+    score: float | None
+    grades: tuple[Grade, ...] = field(default_factory=tuple)
+
+    @property
+    def evidence(self) -> list[str]:
+        """Evidence of the grades that did not pass."""
+        return [
+            f"{g.grader}: {e}" for g in self.grades if g.verdict != Verdict.PASS for e in g.evidence
+        ]
+
+
+def combine(
+    grades: Iterable[Grade], scoring: str = "all_pass", weights: Mapping[str, float] | None = None
+) -> Outcome:
+    """Combine grades into the trial's verdict.
+
+    - ``all_pass`` (default): every grade must pass.
+    - ``weighted``: the weighted mean of the scores (a grade without a score
+      counts 1 for pass, 0 otherwise) must reach ``PASS_SCORE``.
+    - ``hybrid``: the rule grader's grades are gates that must pass; the
+      others are weighted.
+
+    Whatever the scoring: a vetoing grade that fails fails the trial;
+    ``unsupported`` and ``error`` grades make the trial ``unsupported`` /
+    ``error`` (kept out of pass rates); ``unknown`` grades make it
+    ``unknown`` unless something failed outright.
+    """
+    if scoring not in ("all_pass", "weighted", "hybrid"):
+        raise ValueError(f"unknown scoring {scoring!r}; use all_pass, weighted or hybrid")
+    grades = tuple(grades)
+    verdicts = {g.verdict for g in grades}
+    for special in (Verdict.UNSUPPORTED, Verdict.ERROR):
+        if special in verdicts:
+            return Outcome(special, None, grades)
+    gates = [g for g in grades if scoring == "hybrid" and g.grader == "rule"]
+    scored = [g for g in grades if g not in gates]
+    weights = weights or {}
+    total = sum(weights.get(g.grader, 1.0) for g in scored)
+    score = sum(weights.get(g.grader, 1.0) * _score(g) for g in scored) / total if total else None
+    failed = Verdict.FAIL in verdicts
+    blocked = any(g.verdict == Verdict.FAIL and (g.veto or g in gates) for g in grades)
+    if scoring == "all_pass" or blocked:
+        verdict = Verdict.FAIL if failed else Verdict.PASS
+    else:
+        verdict = Verdict.PASS if (score or 0.0) >= PASS_SCORE else Verdict.FAIL
+    if verdict == Verdict.PASS and Verdict.UNKNOWN in verdicts:
+        verdict = Verdict.UNKNOWN
+    return Outcome(verdict, score, grades)
+
+
+def _score(grade: Grade) -> float:
+    if grade.score is not None:
+        return grade.score
+    return 1.0 if grade.verdict == Verdict.PASS else 0.0
