@@ -23,6 +23,7 @@ from ._errors import (
     FixtureError,
     FixtureUnsupported,
     ReplayError,
+    SandboxViolation,
     ToolSchemaError,
 )
 from ._llm import LlmCall, LlmToolCall, llm_call
@@ -79,6 +80,7 @@ __all__ = [
     "Redaction",
     "ReplayError",
     "RowChange",
+    "SandboxViolation",
     "Timings",
     "Tool",
     "ToolEvent",

@@ -11,6 +11,7 @@ ReplayError
 ├─ AssertionSyntaxError (+ValueError) a state assertion does not parse
 ├─ CaseFileError (+ValueError) a case file is malformed: names file and field
 ├─ FixtureError                the starting world cannot be built
+├─ SandboxViolation            a sandboxed trial reached a host it may not
 └─ ConfigError                 bad settings (redaction paths, pins, ...)
 ```
 
@@ -137,3 +138,16 @@ class FixtureError(ReplayError):
     def __init__(self, message: str, *, path: str | Path) -> None:
         self.path = str(path)
         super().__init__(f"{self.path}: {message}")
+
+
+class SandboxViolation(ReplayError):
+    """A sandboxed trial tried to reach a host other than the allowed endpoints.
+
+    Attributes:
+        url: The refused request's URL (redacted).
+    """
+
+    def __init__(self, *, url: str, allowed: tuple[str, ...]) -> None:
+        self.url = url
+        hosts = ", ".join(allowed) or "none"
+        super().__init__(f"sandbox: {url} is not an allowed endpoint (allowed hosts: {hosts})")

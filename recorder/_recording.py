@@ -8,14 +8,16 @@ import subprocess
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from . import _session
 from ._capture import ChangeCapture, world_hash
 from ._derive import footer_for
+from ._errors import SandboxViolation
 from ._redact import Redaction, Secrets
 from ._schema import (
     ErrorEvent,
@@ -33,6 +35,9 @@ from ._schema import (
     WorldDelta,
 )
 from ._writer import CassetteWriter
+
+if TYPE_CHECKING:
+    from ._playback import Playback
 
 __version__ = "0.1.0"
 
@@ -98,10 +103,16 @@ class Recording:
         redaction: Redaction | None = None,
         agent_version: str | None = None,
         overwrite: bool = False,
+        source: Playback | None = None,
+        allowed_hosts: Iterable[str] | None = None,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     ) -> None:
         self.path = Path(path)
+        self.source = source
+        """When set, HTTP is answered from this cassette (a frozen LLM) and still recorded."""
+        self.allowed_hosts = tuple(sorted(allowed_hosts)) if allowed_hosts is not None else None
+        """When set, HTTP to any other host is refused (sandbox mode) and recorded as an error."""
         self.redaction = redaction or Redaction()
         self.world = world
         self._secrets = Secrets()
@@ -201,6 +212,16 @@ class Recording:
             self._writer.close(footer)
 
     # -- what interceptors call ----------------------------------------------
+
+    def check_host(self, url: str) -> None:
+        """Refuse a request to a host outside ``allowed_hosts`` (when set)."""
+        if self.allowed_hosts is None:
+            return
+        host = urlsplit(url).hostname or ""
+        if host not in self.allowed_hosts:
+            raise SandboxViolation(
+                url=self.redaction.redact_url(url, self._secrets), allowed=self.allowed_hosts
+            )
 
     def now(self) -> float:
         """Seconds since recording started."""

@@ -49,7 +49,8 @@ class _Bridge:
             return True  # play_response answers or raises: a miss never reaches the network
         # Called by the stub just before it sends: the start of the exchange.
         self._started[id(vcr_request)] = session.now()
-        return False
+        session.check_host(vcr_request.uri)
+        return session.source is not None  # a frozen LLM: answered by play_response
 
     @property
     def write_protected(self) -> bool:
@@ -61,8 +62,15 @@ class _Bridge:
 
     def play_response(self, vcr_request: Any) -> dict[str, Any]:
         session = current_session()
-        assert isinstance(session, Playback)
-        event = session.respond(self._request(vcr_request), via="vcrpy")
+        player = session.source if isinstance(session, Recording) else session
+        assert isinstance(player, Playback)
+        request = self._request(vcr_request)
+        event = player.respond(request, via="vcrpy")
+        if isinstance(session, Recording):
+            t0 = self._started.pop(id(vcr_request), session.now())
+            head = (event.response.status, event.response.headers) if event.response else None
+            chunks = event.response.chunks if event.response else []
+            session.record_http("vcrpy", request, t0, None, head, chunks, None, True)
         recorded = event.response
         if recorded is None:
             message = event.error.message if event.error else "no response recorded"

@@ -119,3 +119,24 @@ def _as_json(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+def value_diff(old: Any, new: Any) -> list[str]:
+    """Describe how ``new`` differs from ``old``, one line per changed path.
+
+    Numbers of equal value are equal (``35`` and ``35.0``).
+    """
+    diff = DeepDiff(old, new, ignore_numeric_type_changes=True, view="tree")
+    lines = []
+    for kind, items in sorted(diff.items()):
+        for item in items:
+            path = item.path(root="")
+            if kind in ("values_changed", "type_changes"):
+                lines.append(f"{path}: {item.t1!r} -> {item.t2!r}")
+            elif kind.endswith("_added"):
+                lines.append(f"{path}: added {item.t2!r}")
+            elif kind.endswith("_removed"):
+                lines.append(f"{path}: removed (was {item.t1!r})")
+            else:
+                lines.append(f"{path}: {kind}")
+    return sorted(lines)

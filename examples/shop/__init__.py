@@ -9,7 +9,7 @@ from pathlib import Path
 from recorder import Recording, record
 from replay.stub_llm import StubLLM
 
-from .agent import run_agent
+from .agent import agent, run_agent
 from .policy import INSTRUCTION, refund_policy
 from .tools import make_tools
 
@@ -45,4 +45,12 @@ def record_refund(out: Path, *, overwrite: bool = True) -> Recording:
     return rec
 
 
-__all__ = ["INSTRUCTION", "open_world", "record_refund", "refund_policy", "run_agent"]
+__all__ = [
+    "INSTRUCTION",
+    "agent",
+    "make_tools",
+    "open_world",
+    "record_refund",
+    "refund_policy",
+    "run_agent",
+]

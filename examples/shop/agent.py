@@ -1,19 +1,42 @@
-"""The demo agent: an ordinary tool-calling loop on the official OpenAI SDK."""
+"""The demo agent: an ordinary tool-calling loop on the official OpenAI SDK.
+
+``agent(instruction, env)`` is the entry point ``replay run --agent
+examples.shop:agent`` calls (see ``replay._modes.Environment``);
+``run_agent`` is the same loop for code that holds its tools directly.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from openai import OpenAI
 
 from recorder import Tool
+
+if TYPE_CHECKING:
+    from replay._modes import Environment
 
 SYSTEM_PROMPT = (
     "You are a customer-support agent for a small shop. Use the tools to act; "
     "check the order before changing anything; refund only what was paid; "
     "record every refund in the ledger and tell the customer by email."
 )
+
+
+def agent(instruction: str, env: Environment) -> str:
+    """The agent entry point: one instruction, an environment, the final answer."""
+    return loop(
+        instruction,
+        env.tools,
+        env.call_tool,
+        base_url=env.llm_base_url,
+        api_key=env.api_key,
+        model=env.model or "stub-shop-1",
+        system_prompt=str(env.settings.get("system_prompt", SYSTEM_PROMPT)),
+        max_steps=int(env.settings.get("max_steps", 12)),
+    )
 
 
 def run_agent(
@@ -25,10 +48,39 @@ def run_agent(
     model: str = "stub-shop-1",
     max_steps: int = 12,
 ) -> str:
-    """Run the agent on one instruction and return its final answer."""
+    """Run the agent with tools it holds directly; return its final answer."""
     by_name = {t.name: t for t in tools}
+
+    def call(name: str, arguments: Mapping[str, Any]) -> Any:
+        if name not in by_name:
+            raise LookupError(f"unknown tool {name}")
+        return by_name[name](**arguments)
+
+    return loop(
+        instruction,
+        [t.openai_schema() for t in tools],
+        call,
+        base_url=base_url,
+        api_key=api_key,
+        model=model,
+        max_steps=max_steps,
+    )
+
+
+def loop(
+    instruction: str,
+    tools: list[dict[str, Any]],
+    call_tool: Callable[[str, Mapping[str, Any]], Any],
+    *,
+    base_url: str,
+    api_key: str,
+    model: str,
+    system_prompt: str = SYSTEM_PROMPT,
+    max_steps: int = 12,
+) -> str:
+    """The agent loop: ask the model, run the tools it calls, until it answers."""
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system_prompt},
         {"role": "user", "content": instruction},
     ]
     with OpenAI(base_url=base_url, api_key=api_key, max_retries=0) as client:
@@ -36,7 +88,7 @@ def run_agent(
             reply = client.chat.completions.create(
                 model=model,
                 messages=messages,  # type: ignore[arg-type]
-                tools=[t.openai_schema() for t in tools],  # type: ignore[misc]
+                tools=tools,  # type: ignore[arg-type]
                 temperature=0,
             )
             message = reply.choices[0].message
@@ -44,20 +96,13 @@ def run_agent(
                 return message.content or ""
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls:
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call.id,
-                        "content": _run_tool(by_name, call.function.name, call.function.arguments),
-                    }
-                )
+                result = _run_tool(call_tool, call.function.name, call.function.arguments)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return "I could not finish within the step budget."
 
 
-def _run_tool(tools: dict[str, Tool[..., Any]], name: str, arguments: str) -> str:
-    if name not in tools:
-        return json.dumps({"error": f"unknown tool {name}"})
+def _run_tool(call_tool: Callable[[str, Mapping[str, Any]], Any], name: str, arguments: str) -> str:
     try:
-        return json.dumps(tools[name](**json.loads(arguments or "{}")))
+        return json.dumps(call_tool(name, json.loads(arguments or "{}")), default=str)
     except Exception as exc:  # the model sees the failure and may recover
         return json.dumps({"error": str(exc)})

@@ -1,0 +1,318 @@
+"""The three replay modes, one agent contract, one grader input.
+
+- ``review``: nothing runs; the recorded outcome (fixture + recorded net
+  delta, final answer) is graded again.
+- ``offline``: the agent runs; every tool call is answered from a recorded
+  cassette by (tool name, canonical arguments), identical calls in recorded
+  order, and the recorded delta is applied to a fresh world. A call the
+  cassette cannot answer raises ``FixtureUnsupported`` in the agent *and* is
+  kept on the trial (verdict ``unsupported``). No tool function ever runs.
+  The LLM is ``frozen`` (served from the cassette) or ``live``.
+- ``sandbox``: a fresh world; tools really execute; HTTP may reach only the
+  LLM endpoint's host.
+
+Every mode writes a cassette for the trial and grades the same ``Trial``.
+
+The agent contract: ``agent(instruction: str, env: Environment) -> str``
+(the final answer), named as ``module:function``; see ``Environment``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sqlite3
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from recorder import (
+    Cassette,
+    ConfigError,
+    ErrorEvent,
+    FixtureUnsupported,
+    HttpEvent,
+    Playback,
+    Tool,
+    ToolEvent,
+    llm_call,
+    read_cassette,
+    record,
+    tool,
+)
+
+from ._case import Case
+from ._diff import StateDiff, value_diff
+from ._world import Fixture, World
+from .graders import Grade, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
+
+Mode = Literal["review", "offline", "sandbox"]
+ToolFactory = Callable[[sqlite3.Connection], Sequence[Tool[..., Any]]]
+
+
+@dataclass
+class Environment:
+    """What an agent gets besides its instruction.
+
+    Attributes:
+        tools: Tool specs in OpenAI ``tools`` format, to hand to the model.
+        call_tool: ``call_tool(name, arguments) -> result``; raises what the tool
+            raises (in offline mode, ``FixtureUnsupported`` for an unseen call).
+        llm_base_url: Base URL of the OpenAI-compatible endpoint to use.
+        model: Model id to ask for (from ``--set model=...`` or the pins).
+        settings: Everything else given with ``--set`` (temperature, prompt...).
+        api_key: Key to send; the endpoint under test decides whether it matters.
+    """
+
+    tools: list[dict[str, Any]]
+    call_tool: Callable[[str, Mapping[str, Any]], Any]
+    llm_base_url: str
+    model: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    api_key: str = "sk-replay"
+
+
+Agent = Callable[[str, Environment], str]
+
+
+def load_callable(spec: str) -> Callable[..., Any]:
+    """Import ``module:function``.
+
+    Raises:
+        ConfigError: The spec is malformed or does not resolve to a callable.
+    """
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"{spec!r} is not module:function (e.g. examples.shop:agent)")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot load {spec!r}: {exc}") from None
+    if not callable(target):
+        raise ConfigError(f"{spec!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialResult:
+    """One graded trial."""
+
+    case_id: str
+    index: int
+    mode: Mode
+    cassette: Path
+    outcome: Outcome
+    trial: Trial
+    duration: float
+
+
+class ToolPlayer:
+    """Answers tool calls from a recorded cassette, strictly, in recorded order."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self._calls = [e for e in cassette.events if isinstance(e, ToolEvent)]
+        self._queue: dict[tuple[str, str], deque[ToolEvent]] = {}
+        for event in self._calls:
+            self._queue.setdefault(_key(event.name, event.args), deque()).append(event)
+        self.misses: list[FixtureUnsupported] = []
+
+    def answer(self, name: str, args: Mapping[str, Any]) -> ToolEvent:
+        """Return the recorded call for (name, args), or raise ``FixtureUnsupported``."""
+        queue = self._queue.get(_key(name, args))
+        if queue:
+            return queue.popleft()
+        miss = FixtureUnsupported(request=_call_text(name, args), nearest=self._nearest(name, args))
+        self.misses.append(miss)
+        raise miss
+
+    def _nearest(self, name: str, args: Mapping[str, Any]) -> str | None:
+        same = [c for c in self._calls if c.name == name] or self._calls
+        if not same:
+            return None
+        best = min(same, key=lambda c: len(value_diff(c.args, dict(args))))
+        changes = value_diff(best.args, dict(args)) if best.name == name else ["a different tool"]
+        return f"{_call_text(best.name, best.args)}, differing in {'; '.join(changes)}"
+
+
+class ReplayedToolError(Exception):
+    """The recorded tool call raised; offline replay raises the same again."""
+
+
+def _key(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
+    return name, json.dumps(args, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def _call_text(name: str, args: Mapping[str, Any]) -> str:
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def _dispatcher(tools: Sequence[Tool[..., Any]]) -> Callable[[str, Mapping[str, Any]], Any]:
+    by_name = {t.name: t for t in tools}
+
+    def call_tool(name: str, arguments: Mapping[str, Any]) -> Any:
+        if name not in by_name:
+            raise LookupError(f"unknown tool {name!r}; the environment has {', '.join(by_name)}")
+        return by_name[name](**arguments)
+
+    return call_tool
+
+
+def review(case: Case, cassette_path: Path, index: int = 0) -> TrialResult:
+    """Grade a recorded trial again: nothing runs."""
+    started = time.perf_counter()
+    cassette = read_cassette(cassette_path)
+    summary = cassette.summary()
+    world = Fixture.load(case.fixture).open()
+    delta = summary.state_diff or {}
+    world.apply(delta)
+    return _graded(case, index, "review", cassette, world, StateDiff.from_delta(delta), (), started)
+
+
+def sandbox(
+    case: Case,
+    agent: Agent,
+    tools: ToolFactory,
+    out: Path,
+    *,
+    llm_base_url: str,
+    index: int = 0,
+    model: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+    frozen: Cassette | None = None,
+) -> TrialResult:
+    """Run the agent against a fresh world with real tools; record and grade the trial."""
+    started = time.perf_counter()
+    world = Fixture.load(case.fixture).open()
+    live_tools = list(tools(world.conn))
+    source = Playback(frozen) if frozen is not None else None
+    if frozen is not None:
+        llm_base_url = recorded_base_url(frozen) or llm_base_url
+    env = Environment(
+        [t.openai_schema() for t in live_tools],
+        _dispatcher(live_tools),
+        llm_base_url,
+        model,
+        dict(settings or {}),
+    )
+    host = urlsplit(llm_base_url).hostname or ""
+    cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
+    misses = tuple(str(m) for m in source.misses) if source else ()
+    diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
+    return _graded(case, index, "sandbox", cassette, world, diff, misses, started)
+
+
+def offline(
+    case: Case,
+    agent: Agent,
+    tools: ToolFactory,
+    recorded: Cassette,
+    out: Path,
+    *,
+    llm_base_url: str,
+    llm: Literal["frozen", "live"] = "frozen",
+    index: int = 0,
+    model: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> TrialResult:
+    """Run the agent with every tool call answered from ``recorded``; record and grade."""
+    started = time.perf_counter()
+    world = Fixture.load(case.fixture).open()
+    specs = [t.openai_schema() for t in tools(world.conn)]  # schemas only: nothing runs
+    player = ToolPlayer(recorded)
+    replayed = {
+        spec["function"]["name"]: _replayed_tool(spec["function"]["name"], player, world)
+        for spec in specs
+    }
+    env = Environment(
+        specs, _dispatcher(list(replayed.values())), llm_base_url, model, dict(settings or {})
+    )
+    source = Playback(recorded) if llm == "frozen" else None
+    if source is not None:
+        env.llm_base_url = recorded_base_url(recorded) or llm_base_url
+    cassette = _run(case, agent, env, world, out, index, "offline", source, None)
+    misses = [*player.misses, *(source.misses if source else [])]
+    diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
+    return _graded(
+        case, index, "offline", cassette, world, diff, tuple(str(m) for m in misses), started
+    )
+
+
+def recorded_base_url(cassette: Cassette) -> str | None:
+    """The LLM base URL a cassette's agent used: a frozen LLM answers "at" that address."""
+    for event in cassette.events:
+        if isinstance(event, HttpEvent) and (call := llm_call(event, request=False)) is not None:
+            suffix = "/chat/completions" if call.api == "openai" else "/v1/messages"
+            url = urlsplit(event.request.url)._replace(query="").geturl()
+            return url[: -len(suffix)] if url.endswith(suffix) else None
+    return None
+
+
+def _replayed_tool(name: str, player: ToolPlayer, world: World) -> Tool[..., Any]:
+    def answer(**arguments: Any) -> Any:
+        event = player.answer(name, arguments)
+        world.apply(event.delta or {})
+        if event.error is not None:
+            raise ReplayedToolError(f"{event.error.type}: {event.error.message}")
+        return event.result
+
+    return tool(answer, name=name, writes=True)
+
+
+def _run(
+    case: Case,
+    agent: Agent,
+    env: Environment,
+    world: World,
+    out: Path,
+    index: int,
+    mode: Mode,
+    source: Playback | None,
+    allowed_hosts: tuple[str, ...] | None,
+) -> Cassette:
+    """Run the agent inside a recording; an agent that raises is recorded, not propagated."""
+    try:
+        with record(
+            out,
+            world=world.conn,
+            case_id=case.id,
+            trial=index,
+            pins={"mode": mode},
+            fixture_source=str(case.fixture),
+            overwrite=True,
+            source=source,
+            allowed_hosts=allowed_hosts,
+        ) as rec:
+            rec.answer(agent(case.instruction, env))
+    except Exception:  # recorded as an error event; the verdict says error
+        pass
+    return read_cassette(out)
+
+
+def _graded(
+    case: Case,
+    index: int,
+    mode: Mode,
+    cassette: Cassette,
+    world: World,
+    diff: StateDiff,
+    misses: tuple[str, ...],
+    started: float,
+) -> TrialResult:
+    summary = cassette.summary()
+    trial = Trial(case, cassette, diff, SqliteWorld(world.conn), summary.final_answer, misses)
+    grades = run_graders(trial, ["replay", "rule", "state"])
+    outcome = combine(grades, case.scoring.value)
+    if summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
+        errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]
+        detail = tuple(f"agent raised {e.error.type}: {e.error.message}" for e in errors)
+        agent_grade = Grade("agent", Verdict.ERROR, detail or ("the agent raised",))
+        outcome = Outcome(Verdict.ERROR, None, (*outcome.grades, agent_grade))
+    return TrialResult(
+        case.id, index, mode, cassette.path, outcome, trial, time.perf_counter() - started
+    )

