@@ -19,6 +19,7 @@ The agent contract: ``agent(instruction: str, env: Environment) -> str``
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import sqlite3
@@ -77,6 +78,16 @@ class Environment:
 
 
 Agent = Callable[[str, Environment], str]
+
+
+def load_fixture(path: Path) -> Fixture:
+    """Load a fixture once per file version (a Fixture is read-only bytes: safe to share)."""
+    return _cached_fixture(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_fixture(path: Path, mtime_ns: int) -> Fixture:
+    return Fixture.load(path)
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -168,7 +179,7 @@ def review(case: Case, cassette_path: Path, index: int = 0) -> TrialResult:
     started = time.perf_counter()
     cassette = read_cassette(cassette_path)
     summary = cassette.summary()
-    world = Fixture.load(case.fixture).open()
+    world = load_fixture(case.fixture).open()
     delta = summary.state_diff or {}
     world.apply(delta)
     return _graded(case, index, "review", cassette, world, StateDiff.from_delta(delta), (), started)
@@ -188,7 +199,7 @@ def sandbox(
 ) -> TrialResult:
     """Run the agent against a fresh world with real tools; record and grade the trial."""
     started = time.perf_counter()
-    world = Fixture.load(case.fixture).open()
+    world = load_fixture(case.fixture).open()
     live_tools = list(tools(world.conn))
     source = Playback(frozen) if frozen is not None else None
     if frozen is not None:
@@ -222,7 +233,7 @@ def offline(
 ) -> TrialResult:
     """Run the agent with every tool call answered from ``recorded``; record and grade."""
     started = time.perf_counter()
-    world = Fixture.load(case.fixture).open()
+    world = load_fixture(case.fixture).open()
     specs = [t.openai_schema() for t in tools(world.conn)]  # schemas only: nothing runs
     player = ToolPlayer(recorded)
     replayed = {

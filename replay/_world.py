@@ -179,8 +179,10 @@ class World:
         for table, changes in delta.items():
             pk = keys.get(table)
             if pk is None:
-                raise FixtureError(f"the delta changes table {table!r}, which the world lacks",
-                                   path=self.fixture.source)  # fmt: skip
+                raise FixtureError(
+                    f"the delta changes table {table!r}, which the world lacks",
+                    path=self.fixture.source,
+                )
             where = " AND ".join(f'"{c}" IS ?' for c in pk)
             for change in changes:
                 if change.before is not None:

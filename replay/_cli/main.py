@@ -13,7 +13,7 @@ import click
 
 from recorder import ReplayError, __version__
 
-from . import show, stub_llm
+from . import grade, report, run, show, stub_llm
 
 
 class ExitCode(IntEnum):
@@ -41,8 +41,8 @@ def cli() -> None:
     """Record LLM agent sessions into cassettes, replay them, grade what they did."""
 
 
-cli.add_command(show.show)
-cli.add_command(stub_llm.stub_llm)
+for command in (show.show, grade.grade, run.run, report.report, stub_llm.stub_llm):
+    cli.add_command(command)
 
 
 def main() -> None:

@@ -205,10 +205,24 @@ class Assertion:
 
     def _validate(self, node: ast.AST) -> None:
         allowed = (
-            ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Call, ast.Attribute, ast.Subscript,
-            ast.Name, ast.Constant, ast.Tuple, ast.keyword, ast.Load, ast.And, ast.Or, ast.Not,
-            ast.USub, ast.UAdd, *_COMPARE,
-        )  # fmt: skip
+            ast.Compare,
+            ast.BoolOp,
+            ast.UnaryOp,
+            ast.Call,
+            ast.Attribute,
+            ast.Subscript,
+            ast.Name,
+            ast.Constant,
+            ast.Tuple,
+            ast.keyword,
+            ast.Load,
+            ast.And,
+            ast.Or,
+            ast.Not,
+            ast.USub,
+            ast.UAdd,
+            *_COMPARE,
+        )
         for child in ast.walk(node):
             if not isinstance(child, allowed):
                 raise self._reject(child, f"{type(child).__name__} is not allowed in an assertion")
@@ -346,9 +360,11 @@ class Assertion:
         if method in ("count", "where"):
             if node.args:
                 raise self._reject(node, f"{method}() takes column=value filters")
-            rows = ctx.world.rows(table, kwargs) if isinstance(base, _Table) else [
-                r for r in base.rows if all(r.get(k) == v for k, v in kwargs.items())
-            ]  # fmt: skip
+            rows = (
+                ctx.world.rows(table, kwargs)
+                if isinstance(base, _Table)
+                else [r for r in base.rows if all(r.get(k) == v for k, v in kwargs.items())]
+            )
             return len(rows) if method == "count" else _Rows(table, rows)
         if method in _AGGREGATES:
             if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or kwargs:

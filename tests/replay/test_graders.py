@@ -97,8 +97,13 @@ def test_writing_an_unrelated_table_fails_no_side_effects_naming_it(tmp_path: Pa
         rec.answer(run_agent(INSTRUCTION, tools, base_url=llm.openai_base_url))
     cassette = read_cassette(path)
     assert cassette.footer is not None and cassette.footer.state_diff is not None
-    trial = Trial(CASE, cassette, StateDiff.from_delta(cassette.footer.state_diff),
-                  SqliteWorld(world.conn), cassette.footer.final_answer)  # fmt: skip
+    trial = Trial(
+        CASE,
+        cassette,
+        StateDiff.from_delta(cassette.footer.state_diff),
+        SqliteWorld(world.conn),
+        cassette.footer.final_answer,
+    )
     (state,) = run_graders(trial, ["state"])
     assert state.verdict is Verdict.FAIL and state.veto
     assert any(

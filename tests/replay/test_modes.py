@@ -53,13 +53,21 @@ def test_review_offline_and_sandbox_agree(recorded: Path, tmp_path: Path) -> Non
     reviewed = review(CASE, recorded)
     ran: list[str] = []
     replayed = offline(
-        CASE, agent, spy_tools(ran), cassette, tmp_path / "offline.cassette",
+        CASE,
+        agent,
+        spy_tools(ran),
+        cassette,
+        tmp_path / "offline.cassette",
         llm_base_url="http://127.0.0.1:9/v1",  # frozen: never contacted
-    )  # fmt: skip
+    )
     resandboxed = sandbox(
-        CASE, agent, make_tools, tmp_path / "sandbox.cassette",
-        llm_base_url="http://127.0.0.1:9/v1", frozen=cassette,
-    )  # fmt: skip
+        CASE,
+        agent,
+        make_tools,
+        tmp_path / "sandbox.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",
+        frozen=cassette,
+    )
     assert ran == []  # offline: no tool function ran
     results = [reviewed, replayed, resandboxed]
     assert [r.outcome.verdict for r in results] == [Verdict.PASS] * 3
@@ -78,9 +86,14 @@ def test_offline_an_unseen_call_is_unsupported_with_its_nearest(
     ran: list[str] = []
     with StubLLM(ScriptedPolicy(turns, final=refund_policy().final)) as llm:
         result = offline(
-            CASE, agent, spy_tools(ran), read_cassette(recorded), tmp_path / "v2.cassette",
-            llm_base_url=llm.openai_base_url, llm="live",
-        )  # fmt: skip
+            CASE,
+            agent,
+            spy_tools(ran),
+            read_cassette(recorded),
+            tmp_path / "v2.cassette",
+            llm_base_url=llm.openai_base_url,
+            llm="live",
+        )
     assert ran == []
     assert result.outcome.verdict is Verdict.UNSUPPORTED
     (miss,) = result.trial.unsupported
@@ -115,8 +128,10 @@ def test_sandbox_refuses_other_hosts_and_records_it(tmp_path: Path) -> None:
             CASE, leaky, make_tools, tmp_path / "leak.cassette", llm_base_url=llm.openai_base_url
         )
     assert result.outcome.verdict is Verdict.ERROR
-    assert any("sandbox: http://exfiltrate.example/steal is not an allowed endpoint" in e
-               for e in result.outcome.evidence)  # fmt: skip
+    assert any(
+        "sandbox: http://exfiltrate.example/steal is not an allowed endpoint" in e
+        for e in result.outcome.evidence
+    )
     (event,) = [e for e in read_cassette(result.cassette).events if isinstance(e, HttpEvent)]
     assert event.error is not None and event.response is None
 

@@ -1,0 +1,70 @@
+"""``replay report RUN``: pass@k / pass^k per case and for the suite, and why trials failed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .._report import build_report, report_json
+from .._store import DEFAULT_PATH, Store
+
+
+@click.command()
+@click.argument("run")
+@click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def report(run: str, store: Path, as_json: bool) -> None:
+    """Report RUN: per case n, c, pass^1, pass^k and verdicts; suite pass^k; failures.
+
+    unknown, unsupported and error trials are counted and shown, and kept
+    out of the pass rates.
+    """
+    result = build_report(Store(store), run)
+    if as_json:
+        click.echo(json.dumps(report_json(result), indent=2))
+        return
+    out = Console(highlight=False, soft_wrap=True)
+    kmax = max((c.metrics.counts.n for c in result.cases), default=1) or 1
+    table = Table(title=f"run {run}", title_justify="left")
+    for column in ("case", "suite", "n", "c", "pass^1", f"pass^{kmax}", "verdicts"):
+        table.add_column(
+            column, justify="left" if column in ("case", "suite", "verdicts") else "right"
+        )
+    for case in result.cases:
+        counts, metrics = case.metrics.counts, case.metrics
+        verdicts = ", ".join(f"{v} {n}" for v, n in counts.verdicts.items() if n)
+        table.add_row(
+            escape(case.case_id),
+            case.suite,
+            str(counts.n),
+            str(counts.c),
+            _num(metrics.pass_hat.get(1)),
+            _num(metrics.pass_hat.get(kmax)),
+            verdicts,
+        )
+    out.print(table)
+    suite = result.suite
+    ks = sorted(suite.pass_hat)
+    out.print("suite pass^k: " + "  ".join(f"k={k} {_num(suite.pass_hat[k])}" for k in ks))
+    out.print("suite pass@k: " + "  ".join(f"k={k} {_num(suite.pass_at[k])}" for k in ks))
+    if suite.pass1_ci:
+        low, high = suite.pass1_ci
+        out.print(f"pass^1 95% interval: {low:.3f} - {high:.3f}")
+    totals = ", ".join(f"{v} {n}" for v, n in suite.totals.items() if n)
+    out.print(f"trials: {totals}")
+    for case in result.cases:
+        if case.failures:
+            out.print(f"\n[bold]{escape(case.case_id)}[/] failed because:")
+            for line, times in case.failures:
+                out.print(f"  {times} x {escape(line)}")
+            if case.failing_cassette:
+                out.print(f"  read: replay show {escape(case.failing_cassette)}")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -1,0 +1,103 @@
+"""``replay run``: trials of cases in one mode, into the results store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.progress import Progress
+
+from .._runner import RunSpec, execute
+from .._store import DEFAULT_PATH, Store
+
+
+def _settings(pairs: tuple[str, ...]) -> dict[str, object]:
+    settings: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="--set")
+        try:
+            settings[key] = json.loads(value)
+        except ValueError:
+            settings[key] = value
+    return settings
+
+
+@click.command()
+@click.argument("cases", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--run", "name", required=True, help="Name of the run (or of the run to resume).")
+@click.option(
+    "--mode",
+    type=click.Choice(["review", "offline", "sandbox"]),
+    default="sandbox",
+    show_default=True,
+)
+@click.option("--agent", help="The agent, module:function (offline, sandbox).")
+@click.option("--tools", help="Tool factory module:function taking the world's connection.")
+@click.option("--trials", "-k", default=1, show_default=True, help="Trials per case.")
+@click.option(
+    "--llm",
+    type=click.Choice(["live", "frozen"]),
+    default=None,
+    help="A live endpoint, or answers from the cassettes. [default: live; offline: frozen]",
+)
+@click.option("--llm-url", help="OpenAI-compatible base URL for a live LLM.")
+@click.option(
+    "--cassettes", type=click.Path(path_type=Path), help="Recorded cassettes (review, offline)."
+)
+@click.option("--model", help="Model id for the agent.")
+@click.option("--set", "sets", multiple=True, help="key=value settings for the agent (repeatable).")
+@click.option("--concurrency", "-j", default=1, show_default=True, help="Trials in flight.")
+@click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
+@click.option("--resume", is_flag=True, help="Finish an interrupted run named by --run.")
+def run(
+    cases: tuple[Path, ...],
+    name: str,
+    mode: str,
+    agent: str | None,
+    tools: str | None,
+    trials: int,
+    llm: str | None,
+    llm_url: str | None,
+    cassettes: Path | None,
+    model: str | None,
+    sets: tuple[str, ...],
+    concurrency: int,
+    store: Path,
+    resume: bool,
+) -> None:
+    """Run CASES (case files) in one mode and store every trial and grade.
+
+    review grades recorded cassettes again; offline runs the agent with tool
+    calls answered from the cassettes; sandbox runs it with real tools in a
+    fresh world. Resume an interrupted run with --resume --run NAME.
+    """
+    results = Store(store)
+    if resume and not cases:
+        stored = results.run(name)
+        spec = RunSpec(**stored["spec"]) if stored else RunSpec(name, [], "sandbox")
+    else:
+        spec = RunSpec(
+            name=name,
+            cases=[str(c.resolve()) for c in cases],
+            mode=mode,  # type: ignore[arg-type]
+            trials=trials,
+            agent=agent,
+            tools=tools,
+            llm=llm or ("frozen" if mode == "offline" else "live"),  # type: ignore[arg-type]
+            llm_url=llm_url,
+            cassettes=str(cassettes) if cassettes else None,
+            model=model,
+            settings=_settings(sets),
+            concurrency=concurrency,
+        )
+    with Progress(transient=True) as progress:
+        task = progress.add_task(f"run {name}", total=None)
+
+        def tick(what: str | None, done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total, description=what or f"run {name}")
+
+        execute(spec, results, resume=resume, on_trial=tick)
+    click.echo(f"run {name}: stored in {results.path}; see `replay report {name}`")

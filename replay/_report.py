@@ -1,0 +1,103 @@
+"""A run's report: per-case counts and pass^k, suite means, and why trials failed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from recorder import ConfigError
+
+from ._metrics import CaseCounts, CaseMetrics, SuiteMetrics, case_metrics, suite_metrics
+from ._store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class CaseReport:
+    """One case of a run."""
+
+    case_id: str
+    suite: str
+    metrics: CaseMetrics
+    failures: list[tuple[str, int]]
+    """Evidence of failed grades, with how many trials showed it, most frequent first."""
+    failing_cassette: str | None
+    """A cassette of a failing trial, to read first."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """A whole run."""
+
+    name: str
+    pins: dict[str, Any]
+    cases: list[CaseReport]
+    suite: SuiteMetrics
+
+
+def build_report(store: Store, name: str) -> RunReport:
+    """Compute the report of a stored run.
+
+    Raises:
+        ConfigError: No such run in the store.
+    """
+    run = store.run(name)
+    if run is None:
+        known = ", ".join(store.runs()) or "none"
+        raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
+    trials = store.trials(name)
+    evidence: dict[str, Counter[str]] = {}
+    for grade in store.grades(name):
+        if grade["verdict"] != "pass":
+            for line in grade["evidence"]:
+                evidence.setdefault(grade["case_id"], Counter())[f"{grade['grader']}: {line}"] += 1
+    cases = []
+    counts = []
+    for case_id in dict.fromkeys(t["case_id"] for t in trials):
+        rows = [t for t in trials if t["case_id"] == case_id]
+        count = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows])
+        counts.append(count)
+        failing = next(
+            (t["cassette"] for t in rows if t["verdict"] != "pass" and t["cassette"]), None
+        )
+        cases.append(
+            CaseReport(
+                case_id,
+                rows[0]["suite"] or "",
+                case_metrics(count),
+                evidence.get(case_id, Counter()).most_common(),
+                failing,
+            )
+        )
+    return RunReport(name, run["pins"], cases, suite_metrics(counts))
+
+
+def report_json(report: RunReport) -> dict[str, Any]:
+    """The report as JSON-ready data."""
+    suite = report.suite
+    return {
+        "run": report.name,
+        "pins": report.pins,
+        "suite": {
+            "pass_hat": {str(k): v for k, v in suite.pass_hat.items()},
+            "pass_at": {str(k): v for k, v in suite.pass_at.items()},
+            "pass1_interval": suite.pass1_ci,
+            "cases_used": {str(k): v for k, v in suite.cases_used.items()},
+            "excluded": list(suite.excluded),
+            "verdicts": dict(suite.totals),
+        },
+        "cases": [
+            {
+                "case": c.case_id,
+                "suite": c.suite,
+                "n": c.metrics.counts.n,
+                "c": c.metrics.counts.c,
+                "verdicts": dict(c.metrics.counts.verdicts),
+                "pass_hat": {str(k): v for k, v in c.metrics.pass_hat.items()},
+                "pass_at": {str(k): v for k, v in c.metrics.pass_at.items()},
+                "failures": [{"evidence": e, "trials": n} for e, n in c.failures],
+                "failing_cassette": c.failing_cassette,
+            }
+            for c in report.cases
+        ],
+    }

@@ -1,0 +1,227 @@
+"""Running many trials of many cases under one set of pins, into the results store.
+
+One driver loop over a ``concurrent.futures`` executor: trials run in worker
+threads (each in its own recording context and its own in-memory world, so
+they share no interception or world state), and the driver alone writes the
+store. A trial that raises is an ``error`` trial; the run goes on. Resuming
+a run skips the trials already stored.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from recorder import ConfigError, __version__, read_cassette
+
+from ._case import Case, load_case
+from ._modes import Mode, TrialResult, load_callable, load_fixture, offline, review, sandbox
+from ._store import Store
+from .graders import Verdict
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines a run (stored with it, so it can be resumed)."""
+
+    name: str
+    cases: list[str]
+    """Case file paths."""
+    mode: Mode
+    trials: int = 1
+    agent: str | None = None
+    """``module:function`` of the agent (offline and sandbox)."""
+    tools: str | None = None
+    """``module:function`` returning the tools for a world connection (offline and sandbox)."""
+    llm: Literal["live", "frozen"] = "live"
+    llm_url: str | None = None
+    """The OpenAI-compatible endpoint the agent talks to when the LLM is live."""
+    cassettes: str | None = None
+    """Directory of recorded cassettes (review and offline), found by case id."""
+    out: str | None = None
+    """Directory for the trials' cassettes (default: beside the store)."""
+    model: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    concurrency: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    case: Case
+    index: int
+    recorded: Path | None
+
+
+def recorded_cassettes(directory: Path, case_id: str) -> list[Path]:
+    """The cassettes in ``directory`` recorded for ``case_id`` (by their header), sorted."""
+    found = []
+    for path in sorted(directory.glob("*.cassette")):
+        try:
+            if read_cassette(path).header.case_id == case_id:
+                found.append(path)
+        except Exception:  # a foreign or damaged file in the folder is not this case's
+            continue
+    return found
+
+
+def execute(
+    spec: RunSpec,
+    store: Store,
+    *,
+    resume: bool = False,
+    on_trial: Callable[[str | None, int, int], None] | None = None,
+) -> None:
+    """Run (or resume) every trial of ``spec`` not yet in ``store``.
+
+    ``on_trial(description, done, total)`` is told of progress (first with None, 0).
+
+    Raises:
+        ConfigError: Bad specification (mode needs, unknown agent/tools...).
+        CaseFileError: A case file is malformed.
+    """
+    cases = [load_case(p) for p in spec.cases]
+    jobs = _jobs(spec, cases)
+    agent = tools = None
+    if spec.mode != "review":
+        if not spec.agent or not spec.tools:
+            raise ConfigError(f"{spec.mode} mode needs --agent MOD:FN and --tools MOD:FN")
+        agent, tools = load_callable(spec.agent), load_callable(spec.tools)
+    if spec.mode == "sandbox" and spec.llm == "live" and not spec.llm_url:
+        raise ConfigError("sandbox with a live LLM needs --llm-url (the endpoint the agent uses)")
+    if resume:
+        if store.run(spec.name) is None:
+            raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")
+    else:
+        store.start_run(spec.name, asdict(spec), _pins(spec, cases))
+    done = store.finished_trials(spec.name)
+    todo = [j for j in jobs if (j.case.id, j.index) not in done]
+    out = Path(spec.out) if spec.out else store.path.parent / "cassettes" / spec.name
+    out.mkdir(parents=True, exist_ok=True)
+    if on_trial:
+        on_trial(None, 0, len(todo))
+    with ThreadPoolExecutor(max_workers=max(1, spec.concurrency)) as pool:
+        futures = [pool.submit(_trial, spec, job, agent, tools, out) for job in todo]
+        for count, future in enumerate(as_completed(futures), 1):
+            result = future.result()
+            row, grades = _rows(result)
+            store.add_trial(spec.name, row, grades)
+            if on_trial:
+                on_trial(f"{row['case_id']}#{row['idx']}: {row['verdict']}", count, len(todo))
+    store.finish_run(spec.name)
+
+
+def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
+    if spec.mode == "sandbox":
+        if spec.llm == "frozen" and not spec.cassettes:
+            raise ConfigError("a frozen LLM needs --cassettes to answer from")
+    elif not spec.cassettes:
+        raise ConfigError(f"{spec.mode} mode needs --cassettes DIR (the recorded trials)")
+    jobs = []
+    for case in cases:
+        recorded = recorded_cassettes(Path(spec.cassettes), case.id) if spec.cassettes else []
+        if (spec.mode != "sandbox" or spec.llm == "frozen") and not recorded:
+            raise ConfigError(f"no cassette for case {case.id!r} in {spec.cassettes}")
+        count = len(recorded) if spec.mode == "review" else spec.trials
+        jobs += [
+            _Job(case, i, recorded[i % len(recorded)] if recorded else None) for i in range(count)
+        ]
+    return jobs
+
+
+def _trial(spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path) -> TrialResult | _Failed:
+    path = out / f"{job.case.id}-{job.index}.cassette"
+    common: dict[str, Any] = {"index": job.index, "model": spec.model, "settings": spec.settings}
+    try:
+        if spec.mode == "review":
+            assert job.recorded is not None
+            return review(job.case, job.recorded, job.index)
+        if spec.mode == "offline":
+            assert job.recorded is not None
+            return offline(
+                job.case,
+                agent,
+                tools,
+                read_cassette(job.recorded),
+                path,
+                llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
+                llm=spec.llm,
+                **common,
+            )
+        frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
+        return sandbox(
+            job.case,
+            agent,
+            tools,
+            path,
+            llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
+            frozen=frozen,
+            **common,
+        )
+    except Exception as exc:  # a trial that raises is an error trial; the run goes on
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return _Failed(job, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    job: _Job
+    reason: str
+
+
+def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    if isinstance(result, _Failed):
+        case = result.job.case
+        row = {
+            "case_id": case.id,
+            "idx": result.job.index,
+            "suite": case.suite.value,
+            "verdict": Verdict.ERROR.value,
+            "tags": json.dumps(case.tags),
+        }
+        return row, [
+            {"grader": "harness", "verdict": "error", "evidence": json.dumps([result.reason])}
+        ]
+    summary = result.trial.cassette.summary()
+    case = result.trial.case
+    row = {
+        "case_id": result.case_id,
+        "idx": result.index,
+        "suite": case.suite.value,
+        "verdict": result.outcome.verdict.value,
+        "score": result.outcome.score,
+        "cassette": str(result.cassette),
+        "steps": summary.usage.llm_calls or summary.usage.tool_calls,
+        "input_tokens": summary.usage.input_tokens,
+        "output_tokens": summary.usage.output_tokens,
+        "latency": summary.timings.total,
+        "tags": json.dumps(case.tags),
+    }
+    grades = [
+        {
+            "grader": g.grader,
+            "verdict": g.verdict.value,
+            "score": g.score,
+            "veto": int(g.veto),
+            "evidence": json.dumps(list(g.evidence)),
+        }
+        for g in result.outcome.grades
+    ]
+    return row, grades
+
+
+def _pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
+    return {
+        "mode": spec.mode,
+        "agent": spec.agent,
+        "tools": spec.tools,
+        "model": spec.model,
+        "llm": spec.llm,
+        "settings": spec.settings,
+        "grader_version": __version__,
+        "fixtures": {c.id: load_fixture(c.fixture).hash for c in cases},
+    }

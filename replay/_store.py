@@ -1,0 +1,130 @@
+"""The results store: runs, trials and grades in SQLite (the only sqlite-utils import).
+
+A trial and its grades are written in one transaction, by the driver alone,
+so a run killed at any point holds whole trials only and resumes cleanly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from recorder import ConfigError
+
+DEFAULT_PATH = Path(".replay") / "results.db"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    """Runs, trials and grades in one SQLite file.
+
+    Args:
+        path: The database file (created with its tables if missing).
+    """
+
+    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite_utils.Database(self.path)
+        self.db.conn.execute("PRAGMA journal_mode = WAL")
+        if "runs" not in self.db.table_names():
+            self._create()
+
+    def _create(self) -> None:
+        self.db["runs"].create(  # type: ignore[union-attr]
+            {"name": str, "spec": str, "pins": str, "started": str, "finished": str},
+            pk="name",
+        )
+        self.db["trials"].create(  # type: ignore[union-attr]
+            {
+                "run": str,
+                "case_id": str,
+                "idx": int,
+                "suite": str,
+                "verdict": str,
+                "score": float,
+                "cassette": str,
+                "steps": int,
+                "input_tokens": int,
+                "output_tokens": int,
+                "latency": float,
+                "tags": str,
+            },
+            pk=("run", "case_id", "idx"),
+            foreign_keys=[("run", "runs", "name")],
+        )
+        self.db["grades"].create(  # type: ignore[union-attr]
+            {
+                "run": str,
+                "case_id": str,
+                "idx": int,
+                "grader": str,
+                "verdict": str,
+                "score": float,
+                "veto": int,
+                "evidence": str,
+            },
+        )
+        self.db["grades"].create_index(["run", "case_id", "idx"])  # type: ignore[union-attr]
+
+    def start_run(self, name: str, spec: dict[str, Any], pins: dict[str, Any]) -> None:
+        """Record a new run; refuses a name already used (resume it instead)."""
+        if self.run(name) is not None:
+            raise ConfigError(
+                f"run {name!r} exists in {self.path}; use --resume {name} or a new name"
+            )
+        self.db["runs"].insert(  # type: ignore[union-attr]
+            {"name": name, "spec": json.dumps(spec), "pins": json.dumps(pins), "started": _now()}
+        )
+
+    def run(self, name: str) -> dict[str, Any] | None:
+        """Return a run's row (spec and pins decoded), or None."""
+        rows = list(self.db["runs"].rows_where("name = ?", [name]))
+        if not rows:
+            return None
+        row = dict(rows[0])
+        row["spec"], row["pins"] = json.loads(row["spec"]), json.loads(row["pins"] or "{}")
+        return row
+
+    def runs(self) -> list[str]:
+        """Names of every run, oldest first."""
+        return [r["name"] for r in self.db["runs"].rows_where(order_by="started")]
+
+    def finished_trials(self, name: str) -> set[tuple[str, int]]:
+        """(case id, trial index) of the trials already stored for a run."""
+        return {(r["case_id"], r["idx"]) for r in self.db["trials"].rows_where("run = ?", [name])}
+
+    def add_trial(self, name: str, trial: dict[str, Any], grades: list[dict[str, Any]]) -> None:
+        """Store one trial and its grades, atomically."""
+        with self.db.conn:
+            self.db["trials"].insert({"run": name, **trial}, replace=True)  # type: ignore[union-attr]
+            key = (name, trial["case_id"], trial["idx"])
+            self.db.conn.execute(
+                "DELETE FROM grades WHERE run = ? AND case_id = ? AND idx = ?", key
+            )
+            self.db["grades"].insert_all(  # type: ignore[union-attr]
+                [
+                    {"run": name, "case_id": trial["case_id"], "idx": trial["idx"], **g}
+                    for g in grades
+                ]
+            )
+
+    def finish_run(self, name: str) -> None:
+        """Mark a run finished."""
+        self.db["runs"].update(name, {"finished": _now()})  # type: ignore[union-attr]
+
+    def trials(self, name: str) -> list[dict[str, Any]]:
+        """A run's trials, ordered by case and index."""
+        return list(self.db["trials"].rows_where("run = ?", [name], order_by="case_id, idx"))
+
+    def grades(self, name: str) -> list[dict[str, Any]]:
+        """A run's grades (evidence decoded)."""
+        rows = self.db["grades"].rows_where("run = ?", [name], order_by="case_id, idx, rowid")
+        return [{**r, "evidence": json.loads(r["evidence"] or "[]")} for r in rows]

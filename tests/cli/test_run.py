@@ -1,0 +1,160 @@
+"""`replay run`, `replay report`, `replay grade` end to end on the demo case."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from examples.shop import refund_policy
+from replay._cli.main import cli
+from replay._store import Store
+from replay.stub_llm import StubLLM
+from tests.helpers import REPO
+
+CASE = str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
+AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return str(tmp_path / "results.db")
+
+
+def test_sandbox_run_then_report(store: str) -> None:
+    with StubLLM(refund_policy(), seed=3, flake_rate=0.15) as llm:
+        code, out, _ = replay(
+            "run",
+            CASE,
+            "--run",
+            "flaky",
+            "--trials",
+            "8",
+            "-j",
+            "4",
+            "--llm-url",
+            llm.openai_base_url,
+            "--store",
+            store,
+            *AGENT,
+        )
+    assert code == 0 and "replay report flaky" in out
+    assert len(Store(store).trials("flaky")) == 8
+    code, out, _ = replay("report", "flaky", "--store", store, "--json")
+    data = json.loads(out)
+    (case,) = data["cases"]
+    assert case["n"] == 8 and 0 < case["c"] < 8
+    assert data["suite"]["pass_hat"]["1"] == case["c"] / 8
+    assert data["suite"]["pass_hat"]["8"] == 0.0 < data["suite"]["pass_at"]["8"]
+    assert any("refunds.count(order_id=4812) == 1" in f["evidence"] for f in case["failures"])
+    code, out, _ = replay("report", "flaky", "--store", store)
+    assert "suite pass^k: k=1 " in out and "refund-4812 failed because:" in out
+
+
+def test_review_and_offline_runs_from_recorded_cassettes(store: str, tmp_path: Path) -> None:
+    with StubLLM(refund_policy()) as llm:
+        replay(
+            "run",
+            CASE,
+            "--run",
+            "record",
+            "-k",
+            "2",
+            "--llm-url",
+            llm.openai_base_url,
+            "--store",
+            store,
+            *AGENT,
+        )
+    recorded = str(Path(store).parent / "cassettes" / "record")
+    code, _, _ = replay(
+        "run", CASE, "--run", "again", "--mode", "review", "--cassettes", recorded, "--store", store
+    )
+    assert code == 0
+    assert [t["verdict"] for t in Store(store).trials("again")] == ["pass", "pass"]
+    code, _, _ = replay(
+        "run",
+        CASE,
+        "--run",
+        "off",
+        "--mode",
+        "offline",
+        "-k",
+        "3",
+        "--cassettes",
+        recorded,
+        "--store",
+        store,
+        *AGENT,
+    )
+    assert code == 0
+    assert [t["verdict"] for t in Store(store).trials("off")] == ["pass"] * 3
+    cassette = Store(store).trials("record")[0]["cassette"]
+    code, out, _ = replay("grade", cassette, "--case", CASE)
+    assert code == 0 and out.startswith("refund-4812: pass")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mode", "sandbox", "--llm-url", "http://x/v1"], "sandbox mode needs --agent MOD:FN"),
+        (["--mode", "review"], "review mode needs --cassettes DIR"),
+        (
+            ["--mode", "sandbox", "--agent", "nowhere:agent", "--tools", "x:y", "--llm-url", "u"],
+            "cannot load 'nowhere:agent'",
+        ),
+    ],
+)
+def test_bad_runs_are_one_line_errors(store: str, args: list[str], message: str) -> None:
+    code, _, err = replay("run", CASE, "--run", "bad", "--store", store, *args)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    binary = str(Path(sys.executable).with_name("replay"))
+    with StubLLM(refund_policy()) as llm:
+        args = [
+            binary,
+            "run",
+            CASE,
+            "--run",
+            "killed",
+            "-k",
+            "6",
+            "--llm-url",
+            llm.openai_base_url,
+            "--store",
+            store,
+            *AGENT,
+        ]
+        proc = subprocess.Popen(
+            args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready = Path(store).exists() and "trials" in Store(store).db.table_names()
+            if ready and len(Store(store).trials("killed")) >= 2:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        stored = len(Store(store).trials("killed"))
+        assert 2 <= stored < 6, "the run should have been killed part-way"
+        code, _, _ = replay("run", "--run", "killed", "--resume", "--store", store)
+    assert code == 0
+    trials = Store(store).trials("killed")
+    assert sorted(t["idx"] for t in trials) == list(range(6))
+    assert Store(store).run("killed")["finished"]  # type: ignore[index]
