@@ -20,6 +20,7 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.demo
 	$(BIN)/python -m examples.shop cassettes/refund-4812.cassette
 	$(BIN)/replay show cassettes/refund-4812.cassette
+	$(BIN)/python -m examples.shop.demo cassettes .replay/demo.db
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check recorder replay tests bench examples

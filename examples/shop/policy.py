@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replay.stub_llm import Reply, ScriptedPolicy, ToolCall
+from replay.stub_llm import ChatRequest, Reply, ScriptedPolicy, ToolCall
 
 INSTRUCTION = "Refund order 4812 and notify the customer."
 
@@ -49,3 +49,19 @@ def refund_policy() -> ScriptedPolicy:
         ],
         final="I refunded $35.00 for order 4812 and emailed Mia Li to let her know.",
     )
+
+
+class PromptVersionPolicy:
+    """The stub model as a prompt change would move it: with a "v2" system prompt
+    it looks up the wrong order (4813) first — a regression offline replay catches.
+    """
+
+    def __init__(self) -> None:
+        self.v1 = refund_policy()
+        turns = list(self.v1.turns)
+        turns[0] = Reply(tool_calls=(ToolCall("lookup_order", {"order_id": 4813}),))
+        self.v2 = ScriptedPolicy(turns, final=self.v1.final)
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        system = next((m["content"] for m in request.messages if m["role"] == "system"), "")
+        return (self.v2 if "v2" in system else self.v1)(request)

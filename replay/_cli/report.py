@@ -29,9 +29,18 @@ def report(run: str, store: Path, as_json: bool) -> None:
         click.echo(json.dumps(report_json(result), indent=2))
         return
     out = Console(highlight=False, soft_wrap=True)
-    kmax = max((c.metrics.counts.n for c in result.cases), default=1) or 1
+    kmax = max((c.metrics.counts.n for c in result.cases), default=0)
+    columns = [
+        "case",
+        "suite",
+        "n",
+        "c",
+        "pass^1",
+        *([f"pass^{kmax}"] if kmax > 1 else []),
+        "verdicts",
+    ]
     table = Table(title=f"run {run}", title_justify="left")
-    for column in ("case", "suite", "n", "c", "pass^1", f"pass^{kmax}", "verdicts"):
+    for column in columns:
         table.add_column(
             column, justify="left" if column in ("case", "suite", "verdicts") else "right"
         )
@@ -44,14 +53,17 @@ def report(run: str, store: Path, as_json: bool) -> None:
             str(counts.n),
             str(counts.c),
             _num(metrics.pass_hat.get(1)),
-            _num(metrics.pass_hat.get(kmax)),
+            *([_num(metrics.pass_hat.get(kmax))] if kmax > 1 else []),
             verdicts,
         )
     out.print(table)
     suite = result.suite
     ks = sorted(suite.pass_hat)
-    out.print("suite pass^k: " + "  ".join(f"k={k} {_num(suite.pass_hat[k])}" for k in ks))
-    out.print("suite pass@k: " + "  ".join(f"k={k} {_num(suite.pass_at[k])}" for k in ks))
+    if ks:
+        out.print("suite pass^k: " + "  ".join(f"k={k} {_num(suite.pass_hat[k])}" for k in ks))
+        out.print("suite pass@k: " + "  ".join(f"k={k} {_num(suite.pass_at[k])}" for k in ks))
+    else:
+        out.print("no trial passed or failed: every one was unknown, unsupported or error")
     if suite.pass1_ci:
         low, high = suite.pass1_ci
         out.print(f"pass^1 95% interval: {low:.3f} - {high:.3f}")

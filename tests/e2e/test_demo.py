@@ -78,3 +78,19 @@ def test_committed_demo_cassette_matches_the_fixture() -> None:
     from recorder._capture import world_hash
 
     assert world_hash(conn) == cassette.header.fixture_hash
+
+
+def test_demo_replay_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from examples.shop import demo
+
+    cassettes = tmp_path / "cassettes"
+    record_refund(cassettes / "refund-4812.cassette")
+    demo.main(str(cassettes), str(tmp_path / "demo.db"))
+    out = capsys.readouterr().out
+    assert "unsupported 1" in out
+    assert (
+        "replay: fixture unsupported: lookup_order(order_id=4813); nearest recorded: "
+        "lookup_order(order_id=4812), differing in ['order_id']: 4812 -> 4813"
+    ) in out
+    assert "pass^8" in out and "suite pass^k: k=1 " in out
+    assert "refund-4812 failed because:" in out

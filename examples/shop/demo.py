@@ -1,0 +1,80 @@
+"""``python -m examples.shop.demo``: the replay half of ``make demo``, end to end.
+
+1. offline replay of the recorded session against a changed prompt (v2):
+   the one tool call the cassette cannot answer shows as ``unsupported``
+   with its nearest recorded call;
+2. 8 sandbox trials against a flaky stub model: pass^1 against pass^8, and
+   the failing assertions (a duplicate refund among them).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from replay._cli.main import cli
+from replay.stub_llm import StubLLM
+
+from .agent import SYSTEM_PROMPT
+from .policy import PromptVersionPolicy, refund_policy
+
+CASE = str(Path(__file__).with_name("cases") / "refund-4812.yaml")
+AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+
+
+def replay(*args: str) -> None:
+    """Run a ``replay`` command in this process, as the shell would."""
+    print(f"\n$ replay {' '.join(a if ' ' not in a else repr(a) for a in args)}", flush=True)
+    try:
+        cli.main(list(args), prog_name="replay", standalone_mode=False)
+    except SystemExit as exit_:
+        if exit_.code not in (0, None):
+            raise
+
+
+def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
+    """Run the demo's replay steps; the recorded session must be in ``cassettes``."""
+    Path(store).unlink(missing_ok=True)
+    with StubLLM(PromptVersionPolicy()) as llm:
+        v2 = SYSTEM_PROMPT + " (prompt v2)"
+        replay(
+            "run",
+            CASE,
+            "--run",
+            "offline-v2",
+            "--mode",
+            "offline",
+            "--cassettes",
+            cassettes,
+            "--llm",
+            "live",
+            "--llm-url",
+            llm.openai_base_url,
+            "--set",
+            f"system_prompt={v2}",
+            "--store",
+            store,
+            *AGENT,
+        )
+    replay("report", "offline-v2", "--store", store)
+    with StubLLM(refund_policy(), seed=4812, flake_rate=0.12) as flaky:
+        replay(
+            "run",
+            CASE,
+            "--run",
+            "flaky-8",
+            "-k",
+            "8",
+            "-j",
+            "4",
+            "--llm-url",
+            flaky.openai_base_url,
+            "--store",
+            store,
+            *AGENT,
+        )
+    replay("report", "flaky-8", "--store", store)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
