@@ -19,13 +19,16 @@ The agent contract: ``agent(instruction: str, env: Environment) -> str``
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
+import os
 import sqlite3
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -196,8 +199,13 @@ def sandbox(
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
     frozen: Cassette | None = None,
+    allow_env: Iterable[str] = (),
 ) -> TrialResult:
-    """Run the agent against a fresh world with real tools; record and grade the trial."""
+    """Run the agent against a fresh world with real tools; record and grade the trial.
+
+    Environment variables named like secrets are hidden from the agent unless
+    listed in ``allow_env``.
+    """
     started = time.perf_counter()
     world = load_fixture(case.fixture).open()
     live_tools = list(tools(world.conn))
@@ -212,7 +220,8 @@ def sandbox(
         dict(settings or {}),
     )
     host = urlsplit(llm_base_url).hostname or ""
-    cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
+    with hidden_secrets(allow_env):
+        cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
     misses = tuple(str(m) for m in source.misses) if source else ()
     diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
     return _graded(case, index, "sandbox", cassette, world, diff, misses, started)
@@ -252,6 +261,37 @@ def offline(
     return _graded(
         case, index, "offline", cassette, world, diff, tuple(str(m) for m in misses), started
     )
+
+
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_env_lock = threading.Lock()
+_env_users = 0
+_env_hidden: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def hidden_secrets(allow: Iterable[str] = ()) -> Iterator[None]:
+    """Hide environment variables named like secrets (*KEY*, *TOKEN*...) while inside.
+
+    Process-wide and reference-counted: concurrent sandbox trials share one
+    hiding, restored when the last one leaves. ``allow`` names stay visible.
+    """
+    global _env_users
+    allowed = set(allow)
+    with _env_lock:
+        if _env_users == 0:
+            for name in list(os.environ):
+                if name not in allowed and any(w in name.upper() for w in SECRET_WORDS):
+                    _env_hidden[name] = os.environ.pop(name)
+        _env_users += 1
+    try:
+        yield
+    finally:
+        with _env_lock:
+            _env_users -= 1
+            if _env_users == 0:
+                os.environ.update(_env_hidden)
+                _env_hidden.clear()
 
 
 def recorded_base_url(cassette: Cassette) -> str | None:

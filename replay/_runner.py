@@ -48,6 +48,8 @@ class RunSpec:
     model: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 1
+    allow_env: list[str] = field(default_factory=list)
+    """Environment variables named like secrets the agent may still see (sandbox)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +162,7 @@ def _trial(spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path) -> Trial
             path,
             llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
             frozen=frozen,
+            allow_env=spec.allow_env,
             **common,
         )
     except Exception as exc:  # a trial that raises is an error trial; the run goes on

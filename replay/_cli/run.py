@@ -52,6 +52,11 @@ def _settings(pairs: tuple[str, ...]) -> dict[str, object]:
 @click.option("--concurrency", "-j", default=1, show_default=True, help="Trials in flight.")
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 @click.option("--resume", is_flag=True, help="Finish an interrupted run named by --run.")
+@click.option(
+    "--allow-env",
+    multiple=True,
+    help="Let the sandboxed agent see this secret-like environment variable (repeatable).",
+)
 def run(
     cases: tuple[Path, ...],
     name: str,
@@ -67,12 +72,15 @@ def run(
     concurrency: int,
     store: Path,
     resume: bool,
+    allow_env: tuple[str, ...],
 ) -> None:
     """Run CASES (case files) in one mode and store every trial and grade.
 
     review grades recorded cassettes again; offline runs the agent with tool
     calls answered from the cassettes; sandbox runs it with real tools in a
-    fresh world. Resume an interrupted run with --resume --run NAME.
+    fresh world, where HTTP may reach only the LLM's host and environment
+    variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*) are
+    hidden unless allowed. Resume an interrupted run with --resume --run NAME.
     """
     results = Store(store)
     if resume and not cases:
@@ -92,6 +100,7 @@ def run(
             model=model,
             settings=_settings(sets),
             concurrency=concurrency,
+            allow_env=list(allow_env),
         )
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)

@@ -157,3 +157,56 @@ def test_load_callable() -> None:
         load_callable("examples.shop.agent")
     with pytest.raises(ConfigError, match=r"cannot load 'examples\.shop:nope'"):
         load_callable("examples.shop:nope")
+
+
+def test_sandbox_hides_secret_environment_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.setenv("SHOP_API_KEY", "sk-live-123")
+    monkeypatch.setenv("DEPLOY_TOKEN", "t-456")
+    monkeypatch.setenv("SHOP_REGION", "eu")
+    seen: dict[str, str | None] = {}
+
+    def nosy(instruction: str, env: Environment) -> str:
+        for name in ("SHOP_API_KEY", "DEPLOY_TOKEN", "SHOP_REGION"):
+            seen[name] = os.environ.get(name)
+        return "done"
+
+    sandbox(
+        CASE,
+        nosy,
+        make_tools,
+        tmp_path / "env.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",
+        allow_env=["DEPLOY_TOKEN"],
+    )
+    assert seen == {"SHOP_API_KEY": None, "DEPLOY_TOKEN": "t-456", "SHOP_REGION": "eu"}
+    assert os.environ["SHOP_API_KEY"] == "sk-live-123"  # restored after the trial
+
+
+def test_concurrent_trials_keep_to_their_own_cassettes(tmp_path: Path) -> None:
+    from replay._runner import RunSpec, execute
+    from replay._store import Store
+
+    store = Store(tmp_path / "r.db")
+    with StubLLM(refund_policy()) as llm:
+        spec = RunSpec(
+            name="parallel",
+            cases=[str(CASE.path)],
+            mode="sandbox",
+            trials=8,
+            concurrency=4,
+            agent="examples.shop:agent",
+            tools="examples.shop:make_tools",
+            llm_url=llm.openai_base_url,
+        )
+        execute(spec, store)
+    trials = store.trials("parallel")
+    assert [t["verdict"] for t in trials] == ["pass"] * 8
+    for row in trials:
+        cassette = read_cassette(row["cassette"])
+        assert cassette.header.trial == row["idx"]
+        summary = cassette.summary()
+        assert (summary.usage.llm_calls, summary.usage.tool_calls) == (6, 5)
