@@ -1,8 +1,10 @@
 """``python -m bench [--quick]``: every benchmark, one table each, then the targets.
 
 Full run: 10,000-call cassettes and recordings filled to 10,000 requests
-(a few minutes, most of it vcrpy). ``--quick``: 1,000 calls, fewer
-repetitions and fill levels, for a smoke check in well under 20 seconds.
+(a few minutes, most of it vcrpy), world resets at fixtures up to 1 GB and
+state diffs of tables up to 1M rows (DeepDiff stopped after 60 s).
+``--quick``: 1,000 calls, a 10 MB fixture, a 10,000-row table, fewer
+repetitions and fill levels, for a smoke check in well under 30 seconds.
 Everything is written to a temporary directory.
 """
 
@@ -11,25 +13,26 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sqlite3
 import time
 from importlib.metadata import version
 
-from . import cassette_open, record_overhead
+from . import cassette_open, record_overhead, state_diff, world_reset
 from ._report import ms, secs
 
 
 def environment() -> str:
     """One line naming what the numbers were measured on."""
-    libs = ", ".join(
-        f"{name} {version(name)}" for name in ("vcrpy", "PyYAML", "httpx", "msgpack", "pydantic")
-    )
+    names = ("vcrpy", "PyYAML", "httpx", "msgpack", "pydantic", "deepdiff")
+    libs = ", ".join(f"{name} {version(name)}" for name in names)
     return (
-        f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; {libs}"
+        f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
+        f"SQLite {sqlite3.sqlite_version}; {libs}"
     )
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run both benchmarks and print their tables and a summary of the targets."""
+    """Run every benchmark and print their tables and a summary of the targets."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke check")
     args = parser.parse_args(argv)
@@ -41,7 +44,13 @@ def main(argv: list[str] | None = None) -> None:
     print(cassette_open.report(opened), flush=True)
     print()
     overhead = record_overhead.run(quick=args.quick)
-    print(record_overhead.report(overhead))
+    print(record_overhead.report(overhead), flush=True)
+    print()
+    reset = world_reset.run(quick=args.quick)
+    print(world_reset.report(reset), flush=True)
+    print()
+    diff = state_diff.run(quick=args.quick)
+    print(state_diff.report(diff))
     print()
     worst = max(p.overhead for p in overhead.ours.points)
     checks = [
@@ -59,6 +68,18 @@ def main(argv: list[str] | None = None) -> None:
             "record overhead <= 0.2 ms per request, at every fill level",
             f"worst {ms(worst)}",
             overhead.ok,
+        ),
+        (
+            "world reset <= 1 ms, at every fixture size "
+            f"({', '.join(world_reset.label(s.target) for s in reset.sizes)})",
+            f"worst median {secs(reset.worst)}",
+            reset.ok,
+        ),
+        (
+            "state diff of 10 changed rows <= 1 ms, at every table size "
+            f"({', '.join(f'{s.rows:,}' for s in diff.sizes)} rows)",
+            f"worst median {secs(diff.worst)}",
+            diff.ok,
         ),
     ]
     print("Targets")

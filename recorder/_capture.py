@@ -54,13 +54,16 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _decode(text: str) -> list[Any]:
-    values: list[Any] = json.loads(text, object_hook=_untag)
-    return values
-
-
 def _untag(obj: dict[str, Any]) -> Any:
     return float(obj[_REAL_TAG]) if len(obj) == 1 and _REAL_TAG in obj else obj
+
+
+_DECODER = json.JSONDecoder(object_hook=_untag)
+
+
+def _decode(text: str) -> list[Any]:
+    values: list[Any] = _DECODER.decode(text)
+    return values
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,15 @@ class ChangeCapture:
         self._schema_version = -1
         self._sync_schema(initial=True)
         self._data_version = self._one("PRAGMA main.data_version")
+        self._keep()
+
+    def _keep(self) -> None:
+        # A connection whose whole session is one transaction (a replay World) offers
+        # keep(): move its savepoint past our TEMP table and triggers, so that a tool's
+        # rollback() to that savepoint does not drop them.
+        keep = getattr(self.conn, "keep", None)
+        if callable(keep):
+            keep()
 
     # -- statements of our own, immune to the user's connection settings -----
 
@@ -138,8 +150,13 @@ class ChangeCapture:
         return int(self._rows(sql)[0][0])
 
     def _run(self, sql: str) -> None:
-        # No implicit BEGIN (legacy isolation would open one before an INSERT and leave
-        # the user's connection inside a transaction); inside the user's transaction, join it.
+        # Inside the user's transaction (or in autocommit mode), just join it. Outside one,
+        # legacy isolation would open an implicit BEGIN before an INSERT and leave the
+        # connection inside a transaction, so switch it off around the statement. Only
+        # then: assigning isolation_level COMMITs whatever is open.
+        if self.conn.isolation_level is None or self.conn.in_transaction:
+            self.conn.execute(sql)
+            return
         level = self.conn.isolation_level
         self.conn.isolation_level = None
         try:
@@ -220,6 +237,8 @@ class ChangeCapture:
             self._install(table, self._slots.setdefault(name, len(self._slots)))
             if known is None and not initial:
                 self._log_existing_rows(table)
+        if not initial:
+            self._keep()
         return notes
 
     def _log_existing_rows(self, table: _Table) -> None:

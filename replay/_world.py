@@ -37,6 +37,13 @@ class TrialConnection(sqlite3.Connection):
             super().execute(f"RELEASE {_SAVEPOINT}")
             super().execute(f"SAVEPOINT {_SAVEPOINT}")
 
+    def keep(self) -> None:
+        """Make everything so far survive ``rollback()`` (what ``commit()`` does here).
+
+        Recorders call it after installing their TEMP change capture.
+        """
+        self.commit()
+
     def rollback(self) -> None:
         """Undo the writes since the last commit."""
         if self.in_transaction:

@@ -20,5 +20,11 @@ def test_bench_quick_runs_and_reports_every_target() -> None:
         timeout=300,
         check=True,
     ).stdout
-    for line in ("open a 1,000-call cassette", "smaller than vcrpy YAML", "record overhead"):
+    for line in (
+        "open a 1,000-call cassette",
+        "smaller than vcrpy YAML",
+        "record overhead",
+        "world reset <= 1 ms",
+        "state diff of 10 changed rows <= 1 ms",
+    ):
         assert line in out, f"bench output lacks {line!r}:\n{out}"

@@ -132,3 +132,27 @@ def test_unusable_fixtures_are_one_line_errors(
 def test_the_demo_case_fixture_is_the_recorded_one() -> None:
     cassette = read_cassette(REPO / "cassettes" / "refund-4812.cassette")
     assert Fixture.load(SHOP_FIXTURE).hash == cassette.header.fixture_hash
+
+
+def test_a_recording_on_a_world_keeps_its_transaction(shop: Fixture, tmp_path: Path) -> None:
+    world = shop.open()
+    with record(tmp_path / "t.cassette", world=world.conn):
+        world.conn.execute("update orders set status = 'cancelled' where id = 4812")
+        world.conn.rollback()  # a tool's rollback: back to the last commit point
+        assert world.conn.execute("select status from orders where id = 4812").fetchone() == (
+            "paid",
+        )
+        world.conn.execute("delete from inventory")
+    world.reset()
+    assert world.rebuilds == 0 and snapshot(world) == shop.hash
+
+
+def test_recording_keeps_a_plain_connections_pending_writes_pending(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "w.db")
+    conn.execute("create table t (id integer primary key)")
+    conn.commit()
+    conn.execute("insert into t values (1)")  # pending, not committed
+    with record(tmp_path / "t.cassette", world=conn):
+        pass
+    conn.rollback()
+    assert conn.execute("select count(*) from t").fetchone() == (0,)
