@@ -178,7 +178,27 @@ def _dispatcher(tools: Sequence[Tool[..., Any]]) -> Callable[[str, Mapping[str, 
     return call_tool
 
 
-def review(case: Case, cassette_path: Path, index: int = 0) -> TrialResult:
+Prices = Mapping[str, tuple[float, float]]
+"""USD per million input and output tokens, by model id."""
+
+
+def trial_cost(cassette: Cassette, prices: Prices | None) -> float | None:
+    """What a trial's LLM calls cost, or None when a model called has no price."""
+    if not prices:
+        return None
+    total = 0.0
+    for event in cassette.events:
+        if isinstance(event, HttpEvent) and (call := llm_call(event, request=False)) is not None:
+            price = prices.get(call.model or "")
+            if price is None:
+                return None
+            total += (call.input_tokens * price[0] + call.output_tokens * price[1]) / 1e6
+    return total
+
+
+def review(
+    case: Case, cassette_path: Path, index: int = 0, prices: Prices | None = None
+) -> TrialResult:
     """Grade a recorded trial again: nothing runs."""
     started = time.perf_counter()
     cassette = read_cassette(cassette_path)
@@ -186,7 +206,8 @@ def review(case: Case, cassette_path: Path, index: int = 0) -> TrialResult:
     world = load_fixture(case.fixture).open()
     delta = summary.state_diff or {}
     world.apply(delta)
-    return _graded(case, index, "review", cassette, world, StateDiff.from_delta(delta), (), started)
+    diff = StateDiff.from_delta(delta)
+    return _graded(case, index, "review", cassette, world, diff, (), started, prices)
 
 
 def sandbox(
@@ -201,6 +222,7 @@ def sandbox(
     settings: Mapping[str, Any] | None = None,
     frozen: Cassette | None = None,
     allow_env: Iterable[str] = (),
+    prices: Prices | None = None,
 ) -> TrialResult:
     """Run the agent against a fresh world with real tools; record and grade the trial.
 
@@ -225,7 +247,7 @@ def sandbox(
         cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
     misses = tuple(str(m) for m in source.misses) if source else ()
     diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
-    return _graded(case, index, "sandbox", cassette, world, diff, misses, started)
+    return _graded(case, index, "sandbox", cassette, world, diff, misses, started, prices)
 
 
 def offline(
@@ -240,6 +262,7 @@ def offline(
     index: int = 0,
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
+    prices: Prices | None = None,
 ) -> TrialResult:
     """Run the agent with every tool call answered from ``recorded``; record and grade."""
     started = time.perf_counter()
@@ -260,7 +283,15 @@ def offline(
     misses = [*player.misses, *(source.misses if source else [])]
     diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
     return _graded(
-        case, index, "offline", cassette, world, diff, tuple(str(m) for m in misses), started
+        case,
+        index,
+        "offline",
+        cassette,
+        world,
+        diff,
+        tuple(str(m) for m in misses),
+        started,
+        prices,
     )
 
 
@@ -355,9 +386,11 @@ def _graded(
     diff: StateDiff,
     misses: tuple[str, ...],
     started: float,
+    prices: Prices | None = None,
 ) -> TrialResult:
     summary = cassette.summary()
-    trial = Trial(case, cassette, diff, SqliteWorld(world.conn), summary.final_answer, misses)
+    cost = trial_cost(cassette, prices)
+    trial = Trial(case, cassette, diff, SqliteWorld(world.conn), summary.final_answer, misses, cost)
     grades = run_graders(trial, ["replay", "rule", "state"])
     outcome = combine(grades, case.scoring.value)
     if summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:

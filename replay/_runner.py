@@ -50,6 +50,8 @@ class RunSpec:
     concurrency: int = 1
     allow_env: list[str] = field(default_factory=list)
     """Environment variables named like secrets the agent may still see (sandbox)."""
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """USD per million input and output tokens, by model: for costs and max_cost."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,11 +139,17 @@ def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
 
 def _trial(spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path) -> TrialResult | _Failed:
     path = out / f"{job.case.id}-{job.index}.cassette"
-    common: dict[str, Any] = {"index": job.index, "model": spec.model, "settings": spec.settings}
+    prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
+    common: dict[str, Any] = {
+        "index": job.index,
+        "model": spec.model,
+        "settings": spec.settings,
+        "prices": prices,
+    }
     try:
         if spec.mode == "review":
             assert job.recorded is not None
-            return review(job.case, job.recorded, job.index)
+            return review(job.case, job.recorded, job.index, prices)
         if spec.mode == "offline":
             assert job.recorded is not None
             return offline(
@@ -202,6 +210,7 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
         "input_tokens": summary.usage.input_tokens,
         "output_tokens": summary.usage.output_tokens,
         "latency": summary.timings.total,
+        "cost": result.trial.cost,
         "tags": json.dumps(case.tags),
     }
     grades = [

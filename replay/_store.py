@@ -55,6 +55,7 @@ class Store:
                 "input_tokens": int,
                 "output_tokens": int,
                 "latency": float,
+                "cost": float,
                 "tags": str,
             },
             pk=("run", "case_id", "idx"),

@@ -25,6 +25,20 @@ def _settings(pairs: tuple[str, ...]) -> dict[str, object]:
     return settings
 
 
+def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    prices = {}
+    for pair in pairs:
+        model, _, rates = pair.partition("=")
+        given, _, taken = rates.partition(":")
+        try:
+            prices[model] = (float(given), float(taken))
+        except ValueError:
+            raise click.BadParameter(
+                f"{pair!r} is not MODEL=IN:OUT", param_hint="--price"
+            ) from None
+    return prices
+
+
 @click.command()
 @click.argument("cases", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--run", "name", required=True, help="Name of the run (or of the run to resume).")
@@ -53,6 +67,12 @@ def _settings(pairs: tuple[str, ...]) -> dict[str, object]:
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 @click.option("--resume", is_flag=True, help="Finish an interrupted run named by --run.")
 @click.option(
+    "--price",
+    "prices",
+    multiple=True,
+    help="MODEL=IN:OUT, USD per million input/output tokens: trial costs and max_cost.",
+)
+@click.option(
     "--allow-env",
     multiple=True,
     help="Let the sandboxed agent see this secret-like environment variable (repeatable).",
@@ -73,6 +93,7 @@ def run(
     store: Path,
     resume: bool,
     allow_env: tuple[str, ...],
+    prices: tuple[str, ...],
 ) -> None:
     """Run CASES (case files) in one mode and store every trial and grade.
 
@@ -101,6 +122,7 @@ def run(
             settings=_settings(sets),
             concurrency=concurrency,
             allow_env=list(allow_env),
+            prices=_prices(prices),
         )
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)

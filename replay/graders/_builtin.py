@@ -23,7 +23,7 @@ def _call_text(name: str, args: dict[str, object]) -> str:
 
 @grader("rule")
 def rule(trial: Trial) -> Grade:
-    """Loops, forbidden tools (a veto), must-call tools, and the step budget.
+    """Loops, forbidden tools (a veto), must-call tools, and the step and cost budgets.
 
     Steps are LLM calls (the agent's turns); an agent that made none is
     counted in tool calls.
@@ -52,8 +52,13 @@ def rule(trial: Trial) -> Grade:
         steps = turns or len(calls)
         if steps > case.max_steps:
             problems.append(f"{steps} steps, over the budget of {case.max_steps}")
+    if case.max_cost is not None and trial.cost is not None and trial.cost > case.max_cost:
+        problems.append(f"cost ${trial.cost:.4f}, over the budget of ${case.max_cost:.4f}")
     verdict = Verdict.FAIL if problems else Verdict.PASS
-    return Grade("rule", verdict, tuple(problems), veto=veto)
+    notes: tuple[str, ...] = ()
+    if case.max_cost is not None and trial.cost is None:
+        notes = ("cost budget not checked: no price for a model the trial called (--price)",)
+    return Grade("rule", verdict, (*problems, *notes), veto=veto)
 
 
 @grader("state")

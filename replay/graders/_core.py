@@ -62,6 +62,8 @@ class Trial:
     answer: str | None = None
     unsupported: tuple[str, ...] = ()
     """Calls offline replay could not answer (each with its nearest recorded call)."""
+    cost: float | None = None
+    """What the trial's LLM calls cost (USD), when every model called has a price."""
 
 
 class Grader(Protocol):

@@ -210,3 +210,24 @@ def test_concurrent_trials_keep_to_their_own_cassettes(tmp_path: Path) -> None:
         assert cassette.header.trial == row["idx"]
         summary = cassette.summary()
         assert (summary.usage.llm_calls, summary.usage.tool_calls) == (6, 5)
+
+
+def test_costs_from_prices_and_the_cost_budget(recorded: Path) -> None:
+    from replay._modes import trial_cost
+
+    cassette = read_cassette(recorded)
+    summary = cassette.summary()
+    cost = trial_cost(cassette, {"stub-shop-1": (2.0, 8.0)})
+    expected = (summary.usage.input_tokens * 2.0 + summary.usage.output_tokens * 8.0) / 1e6
+    assert cost == pytest.approx(expected) and cost > 0
+    assert trial_cost(cassette, {"another-model": (1.0, 1.0)}) is None
+    tight = CASE.model_copy(update={"max_cost": expected / 2})
+    result = review(tight, recorded, prices={"stub-shop-1": (2.0, 8.0)})
+    assert result.outcome.verdict is Verdict.FAIL
+    assert any("over the budget of $" in e for e in result.outcome.evidence)
+    unpriced = review(tight, recorded)
+    assert unpriced.outcome.verdict is Verdict.PASS  # not checked without a price, and said so
+    (rule,) = [g for g in unpriced.outcome.grades if g.grader == "rule"]
+    assert rule.evidence == (
+        "cost budget not checked: no price for a model the trial called (--price)",
+    )
