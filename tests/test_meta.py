@@ -9,12 +9,15 @@ from types import ModuleType
 import pytest
 
 import recorder
+import replay
 from recorder._schema import schema_text
 from replay import graders
 from tests.helpers import REPO
 
 
-@pytest.mark.parametrize("module", [recorder, graders], ids=["recorder", "replay.graders"])
+@pytest.mark.parametrize(
+    "module", [recorder, replay, graders], ids=["recorder", "replay", "replay.graders"]
+)
 def test_exported_members_are_complete(module: ModuleType) -> None:
     exported = module.__all__
     assert len(exported) == len(set(exported))
