@@ -133,7 +133,7 @@ def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
             "--run",
             "killed",
             "-k",
-            "6",
+            "20",
             "--llm-url",
             llm.openai_base_url,
             "--store",
@@ -152,9 +152,9 @@ def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         stored = len(Store(store).trials("killed"))
-        assert 2 <= stored < 6, "the run should have been killed part-way"
+        assert 2 <= stored < 20, "the run should have been killed part-way"
         code, _, _ = replay("run", "--run", "killed", "--resume", "--store", store)
     assert code == 0
     trials = Store(store).trials("killed")
-    assert sorted(t["idx"] for t in trials) == list(range(6))
+    assert sorted(t["idx"] for t in trials) == list(range(20))
     assert Store(store).run("killed")["finished"]  # type: ignore[index]
