@@ -245,7 +245,7 @@ def sandbox(
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
         cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
-    misses = tuple(str(m) for m in source.misses) if source else ()
+    misses = tuple(dict.fromkeys(str(m) for m in source.misses)) if source else ()
     diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
     return _graded(case, index, "sandbox", cassette, world, diff, misses, started, prices)
 
@@ -289,7 +289,7 @@ def offline(
         cassette,
         world,
         diff,
-        tuple(str(m) for m in misses),
+        tuple(dict.fromkeys(str(m) for m in misses)),
         started,
         prices,
     )
