@@ -29,9 +29,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from recorder import AssertionSyntaxError, CaseFileError
+from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
-from .graders import Assertion
+from ._world import Fixture
+from .graders import Assertion, SqliteWorld
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
 
@@ -137,9 +138,17 @@ def load_case(path: str | Path) -> Case:
     fixture = case.fixture if case.fixture.is_absolute() else path.parent / case.fixture
     if not fixture.exists():
         raise CaseFileError(f"fixture {fixture} does not exist", path=path, field="fixture")
+    world = None
     for index, source in enumerate(case.assertions):
         try:
-            Assertion(source)
+            assertion = Assertion(source)
+            if world is None:
+                world = Fixture.load(fixture).open()
+            assertion.validate(SqliteWorld(world.conn))
         except AssertionSyntaxError as exc:
             raise CaseFileError(str(exc), path=path, field=f"assert.{index}") from None
+        except FixtureError as exc:
+            raise CaseFileError(str(exc), path=path, field="fixture") from None
+    if world is not None:
+        world.close()
     return case.model_copy(update={"fixture": fixture.resolve()})

@@ -25,6 +25,7 @@ import importlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections import deque
@@ -38,6 +39,7 @@ from recorder import (
     Cassette,
     ConfigError,
     ErrorEvent,
+    FixtureError,
     FixtureUnsupported,
     HttpEvent,
     Pins,
@@ -68,7 +70,7 @@ class Environment:
         call_tool: ``call_tool(name, arguments) -> result``; raises what the tool
             raises (in offline mode, ``FixtureUnsupported`` for an unseen call).
         llm_base_url: Base URL of the OpenAI-compatible endpoint to use.
-        model: Model id to ask for (from ``--set model=...`` or the pins).
+        model: Model id to ask for (``--model``), or None for the agent's default.
         settings: Everything else given with ``--set`` (temperature, prompt...).
         api_key: Key to send; the endpoint under test decides whether it matters.
     """
@@ -101,6 +103,8 @@ def load_callable(spec: str) -> Callable[..., Any]:
         ConfigError: The spec is malformed or does not resolve to a callable.
     """
     module_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:  # as pytest and uvicorn do: the project's own modules
+        sys.path.insert(0, os.getcwd())
     if not module_name or not attr:
         raise ConfigError(f"{spec!r} is not module:function (e.g. examples.shop:agent)")
     try:
@@ -152,6 +156,7 @@ class ToolPlayer:
             return None
         best = min(same, key=lambda c: len(value_diff(c.args, dict(args))))
         changes = value_diff(best.args, dict(args)) if best.name == name else ["a different tool"]
+        changes = changes or ["argument types (e.g. a number given as text)"]
         return f"{_call_text(best.name, best.args)}, differing in {'; '.join(changes)}"
 
 
@@ -160,7 +165,19 @@ class ReplayedToolError(Exception):
 
 
 def _key(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
-    return name, json.dumps(args, sort_keys=True, default=str, separators=(",", ":"))
+    canonical = json.dumps(_numbers(dict(args)), sort_keys=True, default=str, separators=(",", ":"))
+    return name, canonical
+
+
+def _numbers(value: Any) -> Any:
+    """Integer-valued floats as ints, so 35 and 35.0 are the same argument."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_numbers(v) for v in value]
+    return value
 
 
 def _call_text(name: str, args: Mapping[str, Any]) -> str:
@@ -196,14 +213,39 @@ def trial_cost(cassette: Cassette, prices: Prices | None) -> float | None:
     return total
 
 
+def _world_for(case: Case, world: World | None) -> World:
+    """A fresh world of the case's fixture: ``world`` reset if given (and of it), else opened."""
+    fixture = load_fixture(case.fixture)
+    if world is not None and world.fixture is fixture:
+        world.reset()
+        return world
+    return fixture.open()
+
+
 def review(
-    case: Case, cassette_path: Path, index: int = 0, prices: Prices | None = None
+    case: Case,
+    cassette_path: Path,
+    index: int = 0,
+    prices: Prices | None = None,
+    world: World | None = None,
 ) -> TrialResult:
     """Grade a recorded trial again: nothing runs."""
     started = time.perf_counter()
     cassette = read_cassette(cassette_path)
     summary = cassette.summary()
-    world = load_fixture(case.fixture).open()
+    fixture = load_fixture(case.fixture)
+    recorded_on = cassette.header.fixture_hash
+    if recorded_on is not None and recorded_on != fixture.hash:
+        raise FixtureError(
+            f"{cassette_path} was recorded on another world (fixture hash {recorded_on}, "
+            f"this case's is {fixture.hash})",
+            path=str(case.fixture),
+        )
+    if cassette.header.case_id not in (None, case.id):
+        raise ConfigError(
+            f"{cassette_path} records case {cassette.header.case_id!r}, not {case.id!r}"
+        )
+    world = fixture.open()
     delta = summary.state_diff or {}
     world.apply(delta)
     diff = StateDiff.from_delta(delta)
@@ -223,6 +265,7 @@ def sandbox(
     frozen: Cassette | None = None,
     allow_env: Iterable[str] = (),
     prices: Prices | None = None,
+    world: World | None = None,
 ) -> TrialResult:
     """Run the agent against a fresh world with real tools; record and grade the trial.
 
@@ -230,7 +273,7 @@ def sandbox(
     listed in ``allow_env``.
     """
     started = time.perf_counter()
-    world = load_fixture(case.fixture).open()
+    world = _world_for(case, world)
     live_tools = list(tools(world.conn))
     source = Playback(frozen) if frozen is not None else None
     if frozen is not None:
@@ -263,10 +306,11 @@ def offline(
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    world: World | None = None,
 ) -> TrialResult:
     """Run the agent with every tool call answered from ``recorded``; record and grade."""
     started = time.perf_counter()
-    world = load_fixture(case.fixture).open()
+    world = _world_for(case, world)
     specs = [t.openai_schema() for t in tools(world.conn)]  # schemas only: nothing runs
     player = ToolPlayer(recorded)
     replayed = {
@@ -371,7 +415,9 @@ def _run(
             source=source,
             allowed_hosts=allowed_hosts,
         ) as rec:
-            rec.answer(agent(case.instruction, env))
+            answer = agent(case.instruction, env)
+            if answer is not None:
+                rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except Exception:  # recorded as an error event; the verdict says error
         pass
     return read_cassette(out)

@@ -10,6 +10,7 @@ a run skips the trials already stored.
 from __future__ import annotations
 
 import json
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -22,6 +23,7 @@ from recorder import ConfigError, __version__, read_cassette
 from ._case import Case, load_case
 from ._modes import Mode, TrialResult, load_callable, load_fixture, offline, review, sandbox
 from ._store import Store
+from ._world import World
 from .graders import Verdict
 
 
@@ -88,15 +90,26 @@ def execute(
         ConfigError: Bad specification (mode needs, unknown agent/tools...).
         CaseFileError: A case file is malformed.
     """
+    if not spec.cases:
+        raise ConfigError("no case files given")
+    if spec.trials < 1:
+        raise ConfigError(f"--trials must be at least 1 (got {spec.trials})")
     cases = [load_case(p) for p in spec.cases]
+    seen: dict[str, str] = {}
+    for case in cases:
+        if case.id in seen:
+            raise ConfigError(f"case id {case.id!r} is used by {seen[case.id]} and {case.path}")
+        seen[case.id] = str(case.path)
+    if spec.mode != "review" and spec.llm == "live" and not spec.llm_url:
+        raise ConfigError(
+            f"{spec.mode} with a live LLM needs --llm-url (the endpoint the agent uses)"
+        )
     jobs = _jobs(spec, cases)
     agent = tools = None
     if spec.mode != "review":
         if not spec.agent or not spec.tools:
             raise ConfigError(f"{spec.mode} mode needs --agent MOD:FN and --tools MOD:FN")
         agent, tools = load_callable(spec.agent), load_callable(spec.tools)
-    if spec.mode == "sandbox" and spec.llm == "live" and not spec.llm_url:
-        raise ConfigError("sandbox with a live LLM needs --llm-url (the endpoint the agent uses)")
     if resume:
         if store.run(spec.name) is None:
             raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")
@@ -108,14 +121,20 @@ def execute(
     out.mkdir(parents=True, exist_ok=True)
     if on_trial:
         on_trial(None, 0, len(todo))
-    with ThreadPoolExecutor(max_workers=max(1, spec.concurrency)) as pool:
-        futures = [pool.submit(_trial, spec, job, agent, tools, out) for job in todo]
+    pool = ThreadPoolExecutor(max_workers=max(1, spec.concurrency))
+    try:
+        futures = {pool.submit(_trial, spec, job, agent, tools, out) for job in todo}
         for count, future in enumerate(as_completed(futures), 1):
-            result = future.result()
-            row, grades = _rows(result)
+            futures.discard(future)  # let the finished trial (and its world view) go
+            row, grades = _rows(future.result())
             store.add_trial(spec.name, row, grades)
             if on_trial:
                 on_trial(f"{row['case_id']}#{row['idx']}: {row['verdict']}", count, len(todo))
+    except BaseException:
+        # Ctrl-C or a store failure: run nothing more; stored trials stay for --resume.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     store.finish_run(spec.name)
 
 
@@ -137,10 +156,24 @@ def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
     return jobs
 
 
+_local = threading.local()
+
+
+def _thread_world(job: _Job) -> World | None:
+    """This worker thread's world for the job's fixture: reused across its trials (reset)."""
+    worlds: dict[str, World] = getattr(_local, "worlds", None) or {}
+    _local.worlds = worlds
+    key = str(job.case.fixture)
+    if key not in worlds:
+        worlds[key] = load_fixture(job.case.fixture).open()
+    return worlds[key]
+
+
 def _trial(spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path) -> TrialResult | _Failed:
     path = out / f"{job.case.id}-{job.index}.cassette"
     prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
     common: dict[str, Any] = {
+        "world": _thread_world(job),
         "index": job.index,
         "model": spec.model,
         "settings": spec.settings,
@@ -149,7 +182,7 @@ def _trial(spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path) -> Trial
     try:
         if spec.mode == "review":
             assert job.recorded is not None
-            return review(job.case, job.recorded, job.index, prices)
+            return review(job.case, job.recorded, job.index, prices, common["world"])
         if spec.mode == "offline":
             assert job.recorded is not None
             return offline(

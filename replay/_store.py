@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,20 @@ class Store:
         path: The database file (created with its tables if missing).
     """
 
-    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+    def __init__(self, path: str | Path = DEFAULT_PATH, *, create: bool = True) -> None:
         self.path = Path(path)
+        if not create and not self.path.exists():
+            raise ConfigError(
+                f"no results store at {self.path}; run `replay run` first or pass --store"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite_utils.Database(self.path)
-        self.db.conn.execute("PRAGMA journal_mode = WAL")
-        if "runs" not in self.db.table_names():
+        try:
+            self.db = sqlite_utils.Database(self.path)
+            self.db.conn.execute("PRAGMA journal_mode = WAL")
+            tables = self.db.table_names()
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"{self.path} is not a results store ({exc})") from None
+        if "runs" not in tables:
             self._create()
 
     def _create(self) -> None:
@@ -103,18 +112,34 @@ class Store:
         return {(r["case_id"], r["idx"]) for r in self.db["trials"].rows_where("run = ?", [name])}
 
     def add_trial(self, name: str, trial: dict[str, Any], grades: list[dict[str, Any]]) -> None:
-        """Store one trial and its grades, atomically."""
-        with self.db.conn:
-            self.db["trials"].insert({"run": name, **trial}, replace=True)  # type: ignore[union-attr]
-            key = (name, trial["case_id"], trial["idx"])
-            self.db.conn.execute(
-                "DELETE FROM grades WHERE run = ? AND case_id = ? AND idx = ?", key
+        """Store one trial and its grades, atomically.
+
+        Plain SQL in one transaction: sqlite-utils' writers commit on their own.
+        """
+        row = {"run": name, **trial}
+        key = (name, trial["case_id"], trial["idx"])
+        conn = self.db.conn
+        with conn:
+            columns = ", ".join(row)
+            marks = ", ".join("?" for _ in row)
+            conn.execute(
+                f"INSERT OR REPLACE INTO trials ({columns}) VALUES ({marks})", tuple(row.values())
             )
-            self.db["grades"].insert_all(  # type: ignore[union-attr]
+            conn.execute("DELETE FROM grades WHERE run = ? AND case_id = ? AND idx = ?", key)
+            conn.executemany(
+                "INSERT INTO grades (run, case_id, idx, grader, verdict, score, veto, evidence) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    {"run": name, "case_id": trial["case_id"], "idx": trial["idx"], **g}
+                    (
+                        *key,
+                        g["grader"],
+                        g["verdict"],
+                        g.get("score"),
+                        g.get("veto", 0),
+                        g["evidence"],
+                    )
                     for g in grades
-                ]
+                ],
             )
 
     def finish_run(self, name: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -78,6 +79,7 @@ class Fixture:
         self.source = source
         self.hash = world_hash(template)
         self._data: bytes | None = None
+        self._lock = threading.Lock()
         serialize = getattr(template, "serialize", None)
         if serialize is not None:
             self._data = serialize()
@@ -103,14 +105,16 @@ class Fixture:
         if not path.exists():
             raise FixtureError("no such fixture file", path=path)
         suffix = path.suffix.lower()
-        conn = sqlite3.connect(":memory:")
+        # check_same_thread=False: on Python 3.10 this connection stays the template that
+        # worlds are copied from, in whichever thread runs the trial.
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
         try:
             if suffix == ".sql":
                 conn.executescript(path.read_text(encoding="utf-8"))
             elif suffix == ".json":
                 _load_json(conn, json.loads(path.read_text(encoding="utf-8")))
             elif suffix in (".db", ".sqlite", ".sqlite3"):
-                source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
                 try:
                     source.backup(conn)
                 finally:
@@ -120,18 +124,20 @@ class Fixture:
                     f"unknown fixture type {suffix!r}; use .sql, .json or .db", path=path
                 )
             conn.commit()
+            if not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise FixtureError("defines no tables; an empty world cannot be graded", path=path)
+            return cls(conn, str(path))
         except FixtureError:
             conn.close()
             raise
         except (sqlite3.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
             conn.close()
             raise FixtureError(f"cannot build the world ({exc})", path=path) from None
-        return cls(conn, str(path))
 
     @classmethod
     def from_connection(cls, conn: sqlite3.Connection, source: str = "<connection>") -> Fixture:
         """Build a fixture from a copy of an open database."""
-        copy = sqlite3.connect(":memory:")
+        copy = sqlite3.connect(":memory:", check_same_thread=False)
         conn.backup(copy)
         return cls(copy, source)
 
@@ -148,7 +154,8 @@ class Fixture:
             conn.deserialize(self._data)  # type: ignore[attr-defined]
         else:
             assert self._template is not None
-            self._template.backup(conn)
+            with self._lock:  # one backup at a time from the shared template
+                self._template.backup(conn)
 
 
 class World:
@@ -172,16 +179,33 @@ class World:
     def reset(self) -> None:
         """Return to the fixture: roll the trial back (or rebuild if a tool committed it)."""
         run = sqlite3.Connection.execute
-        if self.conn.in_transaction:
+        # Without a transaction a tool ended it (raw COMMIT or ROLLBACK): what followed may
+        # be committed, so rebuild; with one, a marker row that survived says COMMIT, BEGIN.
+        ended = not self.conn.in_transaction
+        if not ended:
             run(self.conn, "ROLLBACK")
-        if run(self.conn, "SELECT count(*) FROM temp._replay_epoch").fetchone()[0]:
+        if ended or run(self.conn, "SELECT count(*) FROM temp._replay_epoch").fetchone()[0]:
             self.rebuilds += 1
             run(self.conn, "DELETE FROM temp._replay_epoch")
             self.fixture._fill(self.conn)
         self._begin()
 
     def apply(self, delta: WorldDelta) -> None:
-        """Apply a recorded delta (review and offline modes), in order, by primary key."""
+        """Apply a recorded delta (review and offline modes), in order, by primary key.
+
+        Raises:
+            FixtureError: The delta does not fit this world (recorded on another fixture).
+        """
+        try:
+            self._apply(delta)
+        except sqlite3.Error as exc:
+            raise FixtureError(
+                f"the recorded changes do not apply to this world ({exc}); "
+                "was the cassette recorded on another fixture?",
+                path=self.fixture.source,
+            ) from None
+
+    def _apply(self, delta: WorldDelta) -> None:
         keys = _primary_keys(self.conn)
         for table, changes in delta.items():
             pk = keys.get(table)
@@ -234,15 +258,34 @@ def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
 def _load_json(conn: sqlite3.Connection, data: Any) -> None:
     """Tables from ``{"table": [rows...]}`` or ``{"table": {"pk": "col", "rows": [...]}}``.
 
-    Without an explicit ``pk``, a column named ``id`` is the primary key.
+    Without an explicit ``pk``, a column named ``id`` is the primary key. An
+    empty table needs its ``columns`` (``{"id": "integer", "name": "text"}``).
     """
     if not isinstance(data, Mapping):
         raise ValueError('a JSON fixture is an object of tables: {"table": [rows...]}')
     db = sqlite_utils.Database(conn)
     for table, spec in data.items():
-        rows, pk = (spec.get("rows"), spec.get("pk")) if isinstance(spec, Mapping) else (spec, None)
+        if isinstance(spec, Mapping):
+            rows, pk, columns = spec.get("rows", []), spec.get("pk"), spec.get("columns")
+        else:
+            rows, pk, columns = spec, None, None
         if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
             raise ValueError(f"table {table!r} must be a list of row objects")
         if pk is None and rows and all("id" in r for r in rows):
             pk = "id"
-        db.table(table).insert_all(rows, pk=pk)
+        if columns:
+            types = {"integer": int, "real": float, "float": float, "text": str, "blob": bytes}
+            try:
+                db.table(table).create({c: types[t.lower()] for c, t in columns.items()}, pk=pk)
+            except (KeyError, AttributeError):
+                raise ValueError(
+                    f"table {table!r}: columns map names to {', '.join(types)}"
+                ) from None
+        elif not rows:
+            raise ValueError(
+                f'table {table!r} has no rows: give {{"columns": {{"id": "integer", ...}}, '
+                '"rows": []}} to create it empty'
+            )
+        if pk is not None and rows and not any(pk in r for r in rows) and not columns:
+            raise ValueError(f"table {table!r}: pk {pk!r} is not a column of its rows")
+        db.table(table).insert_all(rows, pk=pk, alter=True)

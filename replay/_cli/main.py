@@ -33,6 +33,9 @@ class _Group(click.Group):
         except ReplayError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
+        except click.UsageError as exc:  # a bad option value: one line too, not the usage block
+            click.echo(f"error: {exc.format_message()}", err=True)
+            ctx.exit(ExitCode.BAD_INPUT)
 
 
 @click.group(cls=_Group)

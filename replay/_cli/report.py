@@ -24,7 +24,7 @@ def report(run: str, store: Path, as_json: bool) -> None:
     unknown, unsupported and error trials are counted and shown, and kept
     out of the pass rates.
     """
-    result = build_report(Store(store), run)
+    result = build_report(Store(store, create=False), run)
     if as_json:
         click.echo(json.dumps(report_json(result), indent=2))
         return
@@ -58,7 +58,9 @@ def report(run: str, store: Path, as_json: bool) -> None:
         )
     out.print(table)
     suite = result.suite
-    ks = sorted(suite.pass_hat)
+    graded = len(result.cases) - len(suite.excluded)
+    # Only the k every graded case reaches: past it, means over fewer cases could rise with k.
+    ks = [k for k in sorted(suite.pass_hat) if suite.cases_used.get(k, 0) == graded]
     if ks:
         out.print("suite pass^k: " + "  ".join(f"k={k} {_num(suite.pass_hat[k])}" for k in ks))
         out.print("suite pass@k: " + "  ".join(f"k={k} {_num(suite.pass_at[k])}" for k in ks))

@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.progress import Progress
+
+from recorder import ConfigError
 
 from .._runner import RunSpec, execute
 from .._store import DEFAULT_PATH, Store
@@ -17,7 +20,7 @@ def _settings(pairs: tuple[str, ...]) -> dict[str, object]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="--set")
+            raise ConfigError(f"--set {pair!r} is not key=value")
         try:
             settings[key] = json.loads(value)
         except ValueError:
@@ -50,7 +53,14 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 )
 @click.option("--agent", help="The agent, module:function (offline, sandbox).")
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
-@click.option("--trials", "-k", default=1, show_default=True, help="Trials per case.")
+@click.option(
+    "--trials",
+    "-k",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Trials per case (review: one per recorded cassette).",
+)
 @click.option(
     "--llm",
     type=click.Choice(["live", "frozen"]),
@@ -104,9 +114,23 @@ def run(
     hidden unless allowed. Resume an interrupted run with --resume --run NAME.
     """
     results = Store(store)
-    if resume and not cases:
+    if resume:
+        context = click.get_current_context()
+        given = [
+            p.name
+            for p in context.command.params
+            if p.name not in ("name", "store", "resume")
+            and context.get_parameter_source(p.name or "") == ParameterSource.COMMANDLINE
+        ]
+        if given:
+            raise ConfigError(
+                f"--resume continues run {name!r} as it was started; drop "
+                + ", ".join(sorted(given))
+            )
         stored = results.run(name)
-        spec = RunSpec(**stored["spec"]) if stored else RunSpec(name, [], "sandbox")
+        if stored is None:
+            raise ConfigError(f"no run {name!r} to resume in {results.path}")
+        spec = RunSpec(**stored["spec"])
     else:
         spec = RunSpec(
             name=name,
@@ -117,7 +141,7 @@ def run(
             tools=tools,
             llm=llm or ("frozen" if mode == "offline" else "live"),  # type: ignore[arg-type]
             llm_url=llm_url,
-            cassettes=str(cassettes) if cassettes else None,
+            cassettes=str(cassettes.resolve()) if cassettes else None,
             model=model,
             settings=_settings(sets),
             concurrency=concurrency,

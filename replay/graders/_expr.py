@@ -147,6 +147,9 @@ class _Rows:
     table: str
     rows: list[dict[str, Any]] = field(default_factory=list)
 
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
 
 @dataclass(frozen=True, slots=True)
 class _DiffTable:
@@ -165,7 +168,6 @@ _COMPARE: dict[type, tuple[str, Callable[[Any, Any], bool]]] = {
     ast.Gt: (">", operator.gt),
     ast.GtE: (">=", operator.ge),
 }
-_CONTAINS = "__contains__"
 _AGGREGATES: dict[str, Callable[[list[Any]], Any]] = {
     "sum": sum,
     "min": min,
@@ -194,14 +196,19 @@ class Assertion:
                 exc.msg, source=self.source, column=(exc.offset or 1) - 1
             ) from None
         except tokenize.TokenError as exc:
-            raise AssertionSyntaxError(str(exc.args[0]), source=self.source, column=0) from None
+            where = exc.args[1] if len(exc.args) > 1 else (1, 0)
+            raise AssertionSyntaxError(
+                str(exc.args[0]), source=self.source, column=where[1]
+            ) from None
         self._validate(self._tree)
 
     def __repr__(self) -> str:
         return f"Assertion({self.source!r})"
 
     def _reject(self, node: ast.AST, what: str) -> AssertionSyntaxError:
-        return AssertionSyntaxError(what, source=self.source, column=getattr(node, "col_offset", 0))
+        offset = getattr(node, "col_offset", 0)  # in UTF-8 bytes
+        column = len(self.source.encode()[:offset].decode("utf-8", "ignore"))
+        return AssertionSyntaxError(what, source=self.source, column=column)
 
     def _validate(self, node: ast.AST) -> None:
         allowed = (
@@ -221,6 +228,7 @@ class Assertion:
             ast.Not,
             ast.USub,
             ast.UAdd,
+            ast.In,  # only from `contains`: a written `in` is refused before parsing
             *_COMPARE,
         )
         for child in ast.walk(node):
@@ -233,6 +241,23 @@ class Assertion:
             ):
                 raise self._reject(child, "only table methods and approx() can be called")
 
+    def validate(self, world: WorldView) -> None:
+        """Evaluate once against a world to reject what parses but means nothing.
+
+        ``orders.status`` (a table, not a row) or ``refunds.delete()`` only show
+        as meaningless when evaluated; checked against the fixture when a case
+        loads, they fail there instead of in every trial.
+
+        Raises:
+            AssertionSyntaxError: The assertion cannot mean anything.
+        """
+        try:
+            self._check(self._tree, Context(world, StateDiff(), "", frozenset()))
+        except AssertionSyntaxError:
+            raise
+        except Exception:  # a world that lacks something is for the trials to report
+            return
+
     def check(self, ctx: Context) -> Check:
         """Evaluate against a trial; never raises for a world that lacks something."""
         try:
@@ -241,26 +266,52 @@ class Assertion:
             return Check(self.source, False, message=str(exc))
         except LookupError as exc:
             return Check(self.source, False, message=str(exc.args[0] if exc.args else exc))
+        except (TypeError, ValueError, ArithmeticError, sqlite3.Error) as exc:
+            # Includes AssertionSyntaxError for what only the world can reveal as meaningless.
+            return Check(self.source, False, message=f"cannot evaluate: {exc}")
+
+    def _segment(self, node: ast.expr) -> str:
+        # The rewrite keeps every column, so offsets into it are offsets into the source.
+        return ast.get_source_segment(self.source, node) or self.source
 
     def _check(self, node: ast.expr, ctx: Context) -> Check:
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        source = self.source if node is self._tree else self._segment(node)
+        if isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In):
+            text, needle = self._value(node.left, ctx), self._value(node.comparators[0], ctx)
+            if not isinstance(needle, str) or not isinstance(text, (str, type(None))):
+                raise _Failed('contains compares text: `answer contains "refund"`')
+            passed = needle.lower() in (text or "").lower()
+            return Check(source, passed, f"contains {needle!r}", repr(text))
+        if isinstance(node, ast.Compare):
             symbol, compare = _COMPARE[type(node.ops[0])]
             actual = self._value(node.left, ctx)
             expected = self._value(node.comparators[0], ctx)
+            if isinstance(actual, Approx) and not isinstance(expected, Approx):
+                actual, expected = expected, actual  # approx(...) == x: x is what was found
             try:
                 passed = bool(compare(actual, expected))
             except TypeError:
                 passed = False
             shown = repr(expected) if symbol == "==" else f"{symbol} {expected!r}"
-            return Check(self.source, passed, shown, repr(actual))
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == _CONTAINS
-        ):
-            text, needle = (self._value(a, ctx) for a in node.args)
-            passed = str(needle).lower() in str(text).lower()
-            return Check(self.source, passed, f"contains {needle!r}", repr(text))
+            return Check(source, passed, shown, repr(actual))
+        if isinstance(node, ast.BoolOp):
+            parts = [self._check(v, ctx) for v in node.values]
+            failed = [p for p in parts if not p.passed]
+            if isinstance(node.op, ast.And):
+                if not failed:
+                    return Check(source, True)
+                first = failed[0]
+                detail = first.message or f"expected {first.expected}, actual {first.actual}"
+                return Check(
+                    source, False, first.expected, first.actual, f"{first.source}: {detail}"
+                )
+            if len(failed) < len(parts):
+                return Check(source, True)
+            reasons = "; ".join(f"{p.source}: {p.message or f'actual {p.actual}'}" for p in failed)
+            return Check(source, False, message=f"none held ({reasons})")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self._check(node.operand, ctx)
+            return Check(source, not inner.passed, f"not {inner.expected or 'true'}", inner.actual)
         if isinstance(node, ast.Name) and node.id == "no_side_effects":
             if ctx.allowed_tables is None:
                 raise _Failed("no_side_effects needs the case's allowed_tables")
@@ -268,29 +319,24 @@ class Assertion:
             if outside:
                 allowed = ", ".join(sorted(ctx.allowed_tables)) or "none"
                 return Check(
-                    self.source,
-                    False,
-                    message=f"changed {', '.join(outside)} (allowed: {allowed})",
+                    source, False, message=f"changed {', '.join(outside)} (allowed: {allowed})"
                 )
-            return Check(self.source, True)
+            return Check(source, True)
         value = self._value(node, ctx)
-        return Check(self.source, bool(value), "true", repr(value))
+        return Check(source, bool(value), "true", repr(value))
 
     def _value(self, node: ast.expr, ctx: Context) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
+        if isinstance(node, (ast.BoolOp, ast.Compare)) or (
+            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+        ):
+            return self._check(node, ctx).passed
         if isinstance(node, ast.UnaryOp):
             operand = self._value(node.operand, ctx)
-            if isinstance(node.op, ast.Not):
-                return not operand
             if not isinstance(operand, (int, float)):
                 raise _Failed(f"cannot negate {operand!r}")
             return -operand if isinstance(node.op, ast.USub) else operand
-        if isinstance(node, ast.BoolOp):
-            values = (self._check(v, ctx).passed for v in node.values)
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        if isinstance(node, ast.Compare):
-            return self._check(node, ctx).passed
         if isinstance(node, ast.Tuple):
             return tuple(self._value(e, ctx) for e in node.elts)
         if isinstance(node, ast.Name):
@@ -340,8 +386,6 @@ class Assertion:
     def _call(self, node: ast.Call, ctx: Context) -> Any:
         kwargs = {k.arg: self._value(k.value, ctx) for k in node.keywords if k.arg is not None}
         if isinstance(node.func, ast.Name):
-            if node.func.id == _CONTAINS:
-                return self._check(node, ctx).passed
             if node.func.id != "approx" or len(node.args) != 1:
                 raise self._reject(node, "only approx(value, abs=..., rel=...) can be called")
             value = self._value(node.args[0], ctx)
@@ -381,11 +425,22 @@ class Assertion:
 
 
 def _rewrite_contains(source: str) -> str:
-    """Turn ``A contains B`` into ``__contains__(A, B)`` (one top-level use)."""
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    hits = [t for t in tokens if t.type == tokenize.NAME and t.string == "contains"]
-    if not hits:
-        return source
-    at = hits[0].start[1]
-    left, right = source[:at].rstrip(), source[at + len("contains") :].strip()
-    return f"{_CONTAINS}({left}, {right})"
+    """Turn each ``contains`` keyword into ``in`` (padded: columns stay where they were).
+
+    ``in`` has comparison precedence, so ``not answer contains "x"`` and
+    ``a and answer contains "x"`` group as a reader expects; the evaluator
+    reads ``A in B`` as "A contains B". A written ``in`` is refused (it would
+    read backwards).
+    """
+    out = source
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.NAME:
+            continue
+        if token.string == "in":
+            raise AssertionSyntaxError(
+                "write `A contains B` instead of `B in A`", source=source, column=token.start[1]
+            )
+        if token.string == "contains":
+            at = token.start[1]
+            out = out[:at] + "in      " + out[at + len("contains") :]
+    return out

@@ -140,17 +140,17 @@ def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
             store,
             *AGENT,
         ]
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            ready = Path(store).exists() and "trials" in Store(store).db.table_names()
-            if ready and len(Store(store).trials("killed")) >= 2:
-                break
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        ) as proc:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                ready = Path(store).exists() and "trials" in Store(store).db.table_names()
+                if ready and len(Store(store).trials("killed")) >= 2:
+                    break
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
         stored = len(Store(store).trials("killed"))
         assert 2 <= stored < 20, "the run should have been killed part-way"
         code, _, _ = replay("run", "--run", "killed", "--resume", "--store", store)
@@ -158,3 +158,40 @@ def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
     trials = Store(store).trials("killed")
     assert sorted(t["idx"] for t in trials) == list(range(20))
     assert Store(store).run("killed")["finished"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--resume", "--trials", "3"],
+            "--resume continues run 'r' as it was started; drop trials",
+        ),
+        (["--resume"], "no run 'r' to resume"),
+        (["--set", "novalue", CASE], "--set 'novalue' is not key=value"),
+        (["--mode", "wild", CASE], "Invalid value for '--mode'"),
+        (["-k", "0", CASE], "Invalid value for '--trials'"),
+        ([CASE, CASE, "--llm-url", "http://x/v1", *AGENT], "case id 'refund-4812' is used by"),
+        (
+            [CASE, "--mode", "offline", "--llm", "live", "--cassettes", ".", *AGENT],
+            "needs --llm-url",
+        ),
+    ],
+)
+def test_run_options_are_checked_in_one_line(store: str, args: list[str], message: str) -> None:
+    code, _, err = replay("run", "--run", "r", "--store", store, *args)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_report_without_a_store_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "results.db"
+    code, _, err = replay("report", "x", "--store", str(missing))
+    assert code == 2 and "no results store at" in err and not missing.parent.exists()
+
+
+def test_a_trial_and_its_grades_are_stored_together(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    store.start_run("r", {}, {})
+    with pytest.raises(KeyError):
+        store.add_trial("r", {"case_id": "c", "idx": 0, "verdict": "pass"}, [{"grader": "state"}])
+    assert store.finished_trials("r") == set()

@@ -40,6 +40,7 @@ GOOD = "id: c\ninstruction: do it\nfixture: world.sql\n"
         (GOOD + "max_steps: -1\n", "max_steps", "greater than 0"),
         (GOOD + "colour: red\n", "colour", "Extra inputs are not permitted"),
         (GOOD + "assert: [refunds.count( == 1]\n", "assert.0", "column"),
+        (GOOD + 'assert: ["t.status == 1"]\n', "assert.0", "unknown attribute .status"),
         (
             GOOD + "reference_solution: [{tool: x, argz: {}}]\n",
             "reference_solution.0.argz",

@@ -231,3 +231,25 @@ def test_costs_from_prices_and_the_cost_budget(recorded: Path) -> None:
     assert rule.evidence == (
         "cost budget not checked: no price for a model the trial called (--price)",
     )
+
+
+def test_offline_numbers_match_by_value(recorded: Path, tmp_path: Path) -> None:
+    from replay._modes import ToolPlayer
+
+    player = ToolPlayer(read_cassette(recorded))
+    event = player.answer(
+        "issue_refund", {"order_id": 4812.0, "amount": 35, "reason": "customer request"}
+    )
+    assert event.name == "issue_refund"
+
+
+def test_review_refuses_a_cassette_of_another_world(recorded: Path, tmp_path: Path) -> None:
+    from recorder import FixtureError
+
+    other = tmp_path / "other.sql"
+    other.write_text(
+        (REPO / "examples" / "shop" / "fixture.sql").read_text().replace("35.00", "36.00")
+    )
+    case = CASE.model_copy(update={"fixture": other})
+    with pytest.raises(FixtureError, match="was recorded on another world"):
+        review(case, recorded)

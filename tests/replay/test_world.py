@@ -156,3 +156,38 @@ def test_recording_keeps_a_plain_connections_pending_writes_pending(tmp_path: Pa
         pass
     conn.rollback()
     assert conn.execute("select count(*) from t").fetchone() == (0,)
+
+
+def test_a_raw_rollback_then_autocommitted_writes_are_undone(shop: Fixture) -> None:
+    world = shop.open()
+    sqlite3.Connection.execute(world.conn, "ROLLBACK")
+    world.conn.execute("delete from inventory")  # autocommit now: survives a plain rollback
+    world.reset()
+    assert world.rebuilds == 1 and snapshot(world) == shop.hash
+
+
+def test_db_paths_with_uri_characters_and_json_empty_tables(tmp_path: Path) -> None:
+    odd = tmp_path / "shop #1?.db"
+    with sqlite3.connect(odd) as conn:
+        conn.execute("create table t (id integer primary key)")
+        conn.execute("insert into t values (7)")
+    conn.close()
+    assert Fixture.load(odd).open().conn.execute("select id from t").fetchall() == [(7,)]
+    js = tmp_path / "w.json"
+    js.write_text(
+        json.dumps(
+            {
+                "refunds": {"columns": {"id": "integer", "amount": "real"}, "pk": "id", "rows": []},
+                "orders": [{"id": 1}, {"id": 2, "note": "late"}],
+            }
+        )
+    )
+    world = Fixture.load(js).open()
+    assert world.conn.execute("select count(*) from refunds").fetchone() == (0,)
+    assert world.conn.execute("select id, note from orders order by id").fetchall() == [
+        (1, None),
+        (2, "late"),
+    ]
+    js.write_text(json.dumps({"refunds": []}))
+    with pytest.raises(FixtureError, match="has no rows: give"):
+        Fixture.load(js)
