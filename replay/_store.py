@@ -38,7 +38,8 @@ class Store:
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite_utils.Database(self.path)
+            # Another process (a run being resumed or read) may hold the write lock a moment.
+            self.db = sqlite_utils.Database(sqlite3.connect(self.path, timeout=30))
             self.db.conn.execute("PRAGMA journal_mode = WAL")
             tables = self.db.table_names()
         except sqlite3.DatabaseError as exc:
@@ -50,6 +51,7 @@ class Store:
         self.db["runs"].create(  # type: ignore[union-attr]
             {"name": str, "spec": str, "pins": str, "started": str, "finished": str},
             pk="name",
+            if_not_exists=True,
         )
         self.db["trials"].create(  # type: ignore[union-attr]
             {
@@ -69,6 +71,7 @@ class Store:
             },
             pk=("run", "case_id", "idx"),
             foreign_keys=[("run", "runs", "name")],
+            if_not_exists=True,
         )
         self.db["grades"].create(  # type: ignore[union-attr]
             {
@@ -81,8 +84,11 @@ class Store:
                 "veto": int,
                 "evidence": str,
             },
+            if_not_exists=True,
         )
-        self.db["grades"].create_index(["run", "case_id", "idx"])  # type: ignore[union-attr]
+        self.db["grades"].create_index(  # type: ignore[union-attr]
+            ["run", "case_id", "idx"], if_not_exists=True
+        )
 
     def start_run(self, name: str, spec: dict[str, Any], pins: dict[str, Any]) -> None:
         """Record a new run; refuses a name already used (resume it instead)."""
