@@ -350,7 +350,8 @@ def hidden_secrets(allow: Iterable[str] = ()) -> Iterator[None]:
     """Hide environment variables named like secrets (*KEY*, *TOKEN*...) while inside.
 
     Process-wide and reference-counted: concurrent sandbox trials share one
-    hiding, restored when the last one leaves. ``allow`` names stay visible.
+    hiding, restored when the last one leaves. ``allow`` names stay visible;
+    the first trial's list applies while others join (one run uses one list).
     """
     global _env_users
     allowed = set(allow)

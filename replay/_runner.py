@@ -63,15 +63,16 @@ class _Job:
     recorded: Path | None
 
 
-def recorded_cassettes(directory: Path, case_id: str) -> list[Path]:
-    """The cassettes in ``directory`` recorded for ``case_id`` (by their header), sorted."""
-    found = []
+def recorded_cassettes(directory: Path) -> dict[str, list[Path]]:
+    """The cassettes in ``directory`` by the case id in their header, each list sorted."""
+    found: dict[str, list[Path]] = {}
     for path in sorted(directory.glob("*.cassette")):
         try:
-            if read_cassette(path).header.case_id == case_id:
-                found.append(path)
-        except Exception:  # a foreign or damaged file in the folder is not this case's
+            case_id = read_cassette(path).header.case_id
+        except Exception:  # a foreign or damaged file in the folder belongs to no case
             continue
+        if case_id is not None:
+            found.setdefault(case_id, []).append(path)
     return found
 
 
@@ -145,8 +146,9 @@ def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
     elif not spec.cassettes:
         raise ConfigError(f"{spec.mode} mode needs --cassettes DIR (the recorded trials)")
     jobs = []
+    by_case = recorded_cassettes(Path(spec.cassettes)) if spec.cassettes else {}
     for case in cases:
-        recorded = recorded_cassettes(Path(spec.cassettes), case.id) if spec.cassettes else []
+        recorded = by_case.get(case.id, [])
         if (spec.mode != "sandbox" or spec.llm == "frozen") and not recorded:
             raise ConfigError(f"no cassette for case {case.id!r} in {spec.cassettes}")
         count = len(recorded) if spec.mode == "review" else spec.trials
