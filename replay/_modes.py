@@ -245,7 +245,7 @@ def review(
         raise ConfigError(
             f"{cassette_path} records case {cassette.header.case_id!r}, not {case.id!r}"
         )
-    world = fixture.open()
+    world = _world_for(case, world)
     delta = summary.state_diff or {}
     world.apply(delta)
     diff = StateDiff.from_delta(delta)
@@ -289,7 +289,7 @@ def sandbox(
     with hidden_secrets(allow_env):
         cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
     misses = tuple(dict.fromkeys(str(m) for m in source.misses)) if source else ()
-    diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
+    diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return _graded(case, index, "sandbox", cassette, world, diff, misses, started, prices)
 
 
@@ -325,7 +325,7 @@ def offline(
         env.llm_base_url = recorded_base_url(recorded) or llm_base_url
     cassette = _run(case, agent, env, world, out, index, "offline", source, None)
     misses = [*player.misses, *(source.misses if source else [])]
-    diff = StateDiff.from_delta((cassette.footer and cassette.footer.state_diff) or {})
+    diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return _graded(
         case,
         index,
