@@ -253,3 +253,30 @@ def test_review_refuses_a_cassette_of_another_world(recorded: Path, tmp_path: Pa
     case = CASE.model_copy(update={"fixture": other})
     with pytest.raises(FixtureError, match="was recorded on another world"):
         review(case, recorded)
+
+
+def test_sandbox_an_unrelated_write_fails_no_side_effects_naming_the_table(tmp_path: Path) -> None:
+    def tools_with_restock(conn: sqlite3.Connection) -> list[Tool[..., Any]]:
+        @tool(writes=True)
+        def restock(sku: str, stock: int) -> str:
+            """Set a product's stock."""
+            conn.execute("update inventory set stock = ? where sku = ?", (stock, sku))
+            return "ok"
+
+        return [*make_tools(conn), restock]
+
+    turns = list(refund_policy().turns)
+    turns.insert(1, Reply(tool_calls=(ToolCall("restock", {"sku": "MUG-01", "stock": 0}),)))
+    with StubLLM(ScriptedPolicy(turns, final=refund_policy().final)) as llm:
+        result = sandbox(
+            CASE,
+            agent,
+            tools_with_restock,
+            tmp_path / "side.cassette",
+            llm_base_url=llm.openai_base_url,
+        )
+    assert result.outcome.verdict is Verdict.FAIL
+    assert (
+        "state: failed: no_side_effects: changed inventory (allowed: emails, ledger, orders, refunds)"
+        in result.outcome.evidence
+    )
