@@ -277,6 +277,6 @@ def test_sandbox_an_unrelated_write_fails_no_side_effects_naming_the_table(tmp_p
         )
     assert result.outcome.verdict is Verdict.FAIL
     assert (
-        "state: failed: no_side_effects: changed inventory (allowed: emails, ledger, orders, refunds)"
-        in result.outcome.evidence
+        "state: failed: no_side_effects: changed inventory "
+        "(allowed: emails, ledger, orders, refunds)" in result.outcome.evidence
     )
