@@ -1,0 +1,187 @@
+"""Decision diffs: where two trials part ways, and how two runs differ per case."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from recorder import Cassette, ConfigError, ToolEvent
+
+from ._diff import StateDiff, value_diff
+from ._metrics import CaseCounts, case_metrics, two_proportion_test
+from ._store import Store
+
+SIGNIFICANCE = 0.05
+"""A change in pass rate is called real when the two-proportion test's p is below this."""
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """The first step where two trials' tool calls differ."""
+
+    step: int
+    """1-based index in the tool-call sequence."""
+    kind: Literal["tool", "arguments", "a stopped", "b stopped"]
+    a: str | None
+    b: str | None
+    arguments: list[str] = field(default_factory=list)
+    """Argument-level changes from A to B (same tool)."""
+
+    def describe(self) -> str:
+        """One line saying where and why."""
+        if self.kind == "tool":
+            return f"step {self.step}: A called {self.a}, B called {self.b}"
+        if self.kind == "arguments":
+            changes = "; ".join(self.arguments)
+            return f"step {self.step}: both called {self.a}, with different arguments: {changes}"
+        stopped, other = ("A", self.b) if self.kind == "a stopped" else ("B", self.a)
+        return f"step {self.step}: {stopped} stopped; the other went on with {other}"
+
+
+@dataclass(frozen=True, slots=True)
+class CassetteDiff:
+    """How trial B differs from trial A."""
+
+    divergence: Divergence | None
+    state: list[str]
+    """Rows one trial changed and the other did not (or changed differently)."""
+    answers: tuple[str | None, str | None] | None
+    """(A's, B's) final answers, when they differ."""
+
+    @property
+    def same(self) -> bool:
+        """Whether the two trials made the same calls, changes and answer."""
+        return self.divergence is None and not self.state and self.answers is None
+
+
+def _call(event: ToolEvent) -> str:
+    return f"{event.name}({', '.join(f'{k}={v!r}' for k, v in event.args.items())})"
+
+
+def diff_cassettes(a: Cassette, b: Cassette) -> CassetteDiff:
+    """Compare two trials: first divergence, then world changes, then answers."""
+    calls_a = [e for e in a.events if isinstance(e, ToolEvent)]
+    calls_b = [e for e in b.events if isinstance(e, ToolEvent)]
+    divergence = None
+    for step, (x, y) in enumerate(zip(calls_a, calls_b, strict=False), 1):
+        if x.name != y.name:
+            divergence = Divergence(step, "tool", _call(x), _call(y))
+            break
+        changes = value_diff(x.args, y.args)
+        if changes:
+            divergence = Divergence(step, "arguments", x.name, y.name, changes)
+            break
+    else:
+        if len(calls_a) != len(calls_b):
+            step = min(len(calls_a), len(calls_b)) + 1
+            if len(calls_a) < len(calls_b):
+                divergence = Divergence(step, "a stopped", None, _call(calls_b[step - 1]))
+            else:
+                divergence = Divergence(step, "b stopped", _call(calls_a[step - 1]), None)
+    summary_a, summary_b = a.summary(), b.summary()
+    state = state_differences(
+        StateDiff.from_delta(summary_a.state_diff or {}),
+        StateDiff.from_delta(summary_b.state_diff or {}),
+    )
+    answers = (summary_a.final_answer, summary_b.final_answer)
+    return CassetteDiff(divergence, state, answers if answers[0] != answers[1] else None)
+
+
+def state_differences(a: StateDiff, b: StateDiff) -> list[str]:
+    """One line per row whose change differs between A and B."""
+    lines = []
+    for table in sorted(a.touched() | b.touched()):
+        ta, tb = a.table(table), b.table(table)
+        for what in ("inserted", "deleted", "updated"):
+            rows_a: dict[Any, Any] = getattr(ta, what)
+            rows_b: dict[Any, Any] = getattr(tb, what)
+            for key in sorted(set(rows_a) | set(rows_b), key=repr):
+                name = f"{table}[{key[0] if len(key) == 1 else key!r}]"
+                if key not in rows_b:
+                    lines.append(f"{name} {what} by A only: {_row(rows_a[key])}")
+                elif key not in rows_a:
+                    lines.append(f"{name} {what} by B only: {_row(rows_b[key])}")
+                else:
+                    changes = value_diff(_row_data(rows_a[key]), _row_data(rows_b[key]))
+                    if changes:
+                        lines.append(f"{name} {what} differently: {'; '.join(changes)}")
+    return lines
+
+
+def _row_data(row: Any) -> Any:
+    return {"before": row.before, "after": row.after} if hasattr(row, "after") else row
+
+
+def _row(row: Any) -> str:
+    return json.dumps(_row_data(row), default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseChange:
+    """One case in two runs."""
+
+    case_id: str
+    a: CaseCounts
+    b: CaseCounts
+    pass1_a: float | None
+    pass1_b: float | None
+    pass_k: tuple[int, float | None, float | None] | None
+    """(k, A's pass^k, B's pass^k) at the largest k both runs reach."""
+    p_value: float | None
+    newly_failing: bool
+    failing_cassette: str | None
+    """A failing trial of B, to read first."""
+
+    @property
+    def change(self) -> float | None:
+        """B's pass^1 minus A's."""
+        if self.pass1_a is None or self.pass1_b is None:
+            return None
+        return self.pass1_b - self.pass1_a
+
+    @property
+    def significant(self) -> bool:
+        """Whether the change is larger than noise."""
+        return self.p_value is not None and self.p_value < SIGNIFICANCE
+
+
+def diff_runs(store: Store, a: str, b: str) -> list[CaseChange]:
+    """Compare two stored runs case by case."""
+    trials_a, trials_b = _by_case(store, a), _by_case(store, b)
+    changes = []
+    for case_id in sorted(set(trials_a) | set(trials_b)):
+        rows_a, rows_b = trials_a.get(case_id, []), trials_b.get(case_id, [])
+        counts_a = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows_a])
+        counts_b = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows_b])
+        p1a = counts_a.c / counts_a.n if counts_a.n else None
+        p1b = counts_b.c / counts_b.n if counts_b.n else None
+        k = min(counts_a.n, counts_b.n)
+        pass_k = None
+        if k > 1:
+            hat_a = case_metrics(counts_a, [k]).pass_hat.get(k)
+            hat_b = case_metrics(counts_b, [k]).pass_hat.get(k)
+            pass_k = (k, hat_a, hat_b)
+        p_value = (
+            two_proportion_test(counts_a.c, counts_a.n, counts_b.c, counts_b.n)
+            if counts_a.n and counts_b.n
+            else None
+        )
+        newly = counts_a.n > 0 and counts_a.c == counts_a.n and counts_b.c < counts_b.n
+        failing = next(
+            (t["cassette"] for t in rows_b if t["verdict"] != "pass" and t["cassette"]), None
+        )
+        changes.append(
+            CaseChange(case_id, counts_a, counts_b, p1a, p1b, pass_k, p_value, newly, failing)
+        )
+    return changes
+
+
+def _by_case(store: Store, name: str) -> dict[str, list[dict[str, Any]]]:
+    if store.run(name) is None:
+        known = ", ".join(store.runs()) or "none"
+        raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for trial in store.trials(name):
+        out.setdefault(trial["case_id"], []).append(trial)
+    return out

@@ -1,0 +1,106 @@
+"""`replay diff`: two cassettes (first divergence, rows, answers) and two runs (per case)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from examples.shop import agent, make_tools, refund_policy
+from replay._case import load_case
+from replay._cli.main import cli
+from replay._modes import sandbox
+from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
+from tests.helpers import REPO
+
+CASE_PATH = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
+CASE = load_case(CASE_PATH)
+AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def trial(path: Path, policy: ScriptedPolicy) -> Path:
+    with StubLLM(policy) as llm:
+        sandbox(CASE, agent, make_tools, path, llm_base_url=llm.openai_base_url)
+    return path
+
+
+def test_two_cassettes_name_the_step_tool_argument_and_row(tmp_path: Path) -> None:
+    turns = list(refund_policy().turns)
+    turns[1] = Reply(
+        tool_calls=(
+            ToolCall(
+                "issue_refund", {"order_id": 4812, "amount": 30.0, "reason": "customer request"}
+            ),
+        )
+    )
+    a = trial(tmp_path / "a.cassette", refund_policy())
+    b = trial(tmp_path / "b.cassette", ScriptedPolicy(turns, final=refund_policy().final))
+    code, out, _ = replay("diff", str(a), str(b))
+    assert code == 0
+    assert (
+        "first divergence step 2: both called issue_refund, with different arguments: "
+        "['amount']: 35.0 -> 30.0"
+    ) in out
+    assert "refunds[1] inserted differently: ['amount']: 35.0 -> 30.0" in out
+    code, out, _ = replay("diff", str(a), str(b), "--json")
+    data = json.loads(out)
+    assert data["divergence"]["step"] == 2 and data["divergence"]["a"] == "issue_refund"
+    code, out, _ = replay("diff", str(a), str(a))
+    assert out.strip() == "same decisions, same world changes, same answer"
+
+
+def test_a_trial_that_stops_early(tmp_path: Path) -> None:
+    a = trial(tmp_path / "a.cassette", refund_policy())
+    b = trial(tmp_path / "b.cassette", ScriptedPolicy(refund_policy().turns[:2], final="Refunded."))
+    _, out, _ = replay("diff", str(a), str(b))
+    assert "step 3: B stopped; the other went on with update_order_status(" in out
+    assert "orders[4812] updated by A only" in out
+    assert "answer B: Refunded." in out
+
+
+def test_two_runs_side_by_side(tmp_path: Path) -> None:
+    store = str(tmp_path / "r.db")
+    case = str(CASE_PATH)
+    with StubLLM(refund_policy()) as llm:
+        replay(
+            "run",
+            case,
+            "--run",
+            "stable",
+            "-k",
+            "8",
+            "--llm-url",
+            llm.openai_base_url,
+            "--store",
+            store,
+            *AGENT,
+        )
+    with StubLLM(refund_policy(), seed=1, flake_rate=0.5) as llm:
+        replay(
+            "run",
+            case,
+            "--run",
+            "flaky",
+            "-k",
+            "8",
+            "--llm-url",
+            llm.openai_base_url,
+            "--store",
+            store,
+            *AGENT,
+        )
+    code, out, _ = replay("diff", "stable", "flaky", "--store", store, "--json")
+    (change,) = json.loads(out)
+    assert change["a"]["pass1"] == 1.0 and change["b"]["pass1"] < 1.0
+    assert change["newly_failing"] and change["failing_cassette"].endswith(".cassette")
+    assert change["p_value"] is not None and change["pass_k"][0] == 8
+    code, out, _ = replay("diff", "stable", "flaky", "--store", store)
+    assert "newly failing: refund-4812  read: replay show " in out
+    code, _, err = replay("diff", "stable", "nope", "--store", store)
+    assert code == 2 and "no run 'nope'" in err
