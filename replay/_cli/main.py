@@ -13,7 +13,7 @@ import click
 
 from recorder import ReplayError, __version__
 
-from . import diff, grade, report, run, show, stub_llm
+from . import diff, gate, grade, report, run, show, stub_llm
 
 
 class ExitCode(IntEnum):
@@ -44,7 +44,15 @@ def cli() -> None:
     """Record LLM agent sessions into cassettes, replay them, grade what they did."""
 
 
-for command in (show.show, grade.grade, run.run, report.report, diff.diff, stub_llm.stub_llm):
+for command in (
+    show.show,
+    grade.grade,
+    run.run,
+    report.report,
+    diff.diff,
+    gate.gate_command,
+    stub_llm.stub_llm,
+):
     cli.add_command(command)
 
 

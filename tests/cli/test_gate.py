@@ -1,0 +1,128 @@
+"""`replay gate`: exit 0 when the candidate holds, 1 when not, 2 when runs are not comparable."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from examples.shop import refund_policy
+from replay._cli.main import cli
+from replay.stub_llm import StubLLM
+from tests.helpers import REPO
+
+CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
+AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A stable baseline, an equal run, a flakier candidate, and a run on another fixture."""
+    directory = tmp_path_factory.mktemp("gate")
+    path = str(directory / "r.db")
+    for name, seed, flake in (("base", 0, 0.0), ("same", 0, 0.0), ("flaky", 2, 0.5)):
+        with StubLLM(refund_policy(), seed=seed, flake_rate=flake) as llm:
+            code, _, err = replay(
+                "run",
+                str(CASE),
+                "--run",
+                name,
+                "-k",
+                "8",
+                "--llm-url",
+                llm.openai_base_url,
+                "--store",
+                path,
+                *AGENT,
+            )
+            assert code == 0, err
+    other = directory / "case"
+    other.mkdir()
+    (other / "fixture.sql").write_text(
+        (REPO / "examples" / "shop" / "fixture.sql")
+        .read_text()
+        .replace("'TEE-M', 'T-shirt, medium', 62", "'TEE-M', 'T-shirt, medium', 61")
+    )
+    (other / "refund-4812.yaml").write_text(
+        CASE.read_text().replace("../fixture.sql", "fixture.sql")
+    )
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run",
+            str(other / "refund-4812.yaml"),
+            "--run",
+            "moved",
+            "-k",
+            "8",
+            "--llm-url",
+            llm.openai_base_url,
+            "--store",
+            path,
+            *AGENT,
+        )
+        assert code == 0, err
+    return path
+
+
+def test_a_flakier_candidate_fails_the_gate_naming_the_case(store: str, tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    code, out, _ = replay(
+        "gate",
+        "--baseline",
+        "base",
+        "--candidate",
+        "flaky",
+        "--store",
+        store,
+        "--min-pass1",
+        "0.9",
+        "--max-drop",
+        "0.05",
+        "--junit",
+        str(junit),
+    )
+    assert code == 1
+    assert "FAIL suite pass^1" in out and "FAIL pass^1 drop" in out
+    assert "FAIL no critical case newly fails (newly failing: refund-4812)" in out
+    assert "cases that dropped: refund-4812" in out
+    assert out.strip().endswith("gate does not hold: flaky against base")
+    suite = ET.parse(junit).getroot()
+    (case,) = [c for c in suite.iter("testcase") if c.get("name") == "refund-4812"]
+    assert case.find("failure") is not None
+
+
+def test_two_equal_runs_pass_the_gate(store: str) -> None:
+    code, out, _ = replay(
+        "gate",
+        "--baseline",
+        "base",
+        "--candidate",
+        "same",
+        "--store",
+        store,
+        "--min-pass1",
+        "0.9",
+        "--min-pass-k",
+        "8=1.0",
+        "--max-drop",
+        "0",
+        "--max-unsupported",
+        "0",
+    )
+    assert code == 0, out
+    assert "ok   suite pass^8 1.000 >= 1.0" in out
+    assert out.strip().endswith("gate holds: same against base")
+
+
+def test_runs_on_different_fixtures_are_refused_naming_the_pin(store: str) -> None:
+    code, out, err = replay("gate", "--baseline", "base", "--candidate", "moved", "--store", store)
+    assert code == 2 and out == ""
+    assert "differ in more than the variable under test: fixtures (refund-4812: " in err
+    assert err.count("\n") == 1
