@@ -50,6 +50,7 @@ from ._schema import (
     WorldDelta,
 )
 from ._tools import Tool, tool, tool_schema_hash
+from ._writer import write_cassette
 
 __all__ = [
     "FORMAT_VERSION",
@@ -97,4 +98,5 @@ __all__ = [
     "tool",
     "tool_schema_hash",
     "world_hash",
+    "write_cassette",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from ._codec import Encoder
@@ -68,3 +69,20 @@ class CassetteWriter:
 def _dump(record: _Record) -> dict[str, object]:
     # None fields are left out (their default is None); `kind` is never None.
     return record.model_dump(mode="python", exclude_none=True)
+
+
+def write_cassette(
+    path: str | Path,
+    header: Header,
+    events: Iterable[_Record],
+    footer: Footer | None,
+    *,
+    overwrite: bool = False,
+) -> None:
+    """Write a whole cassette at once (a copy, a rewrite, an import)."""
+    writer = CassetteWriter(path, header, overwrite=overwrite)
+    try:
+        for event in events:
+            writer.write(event)
+    finally:
+        writer.close(footer)

@@ -13,7 +13,7 @@ import click
 
 from recorder import ReplayError, __version__
 
-from . import diff, gate, grade, report, run, show, stub_llm
+from . import diff, gate, grade, promote, report, run, show, stub_llm
 
 
 class ExitCode(IntEnum):
@@ -51,6 +51,7 @@ for command in (
     report.report,
     diff.diff,
     gate.gate_command,
+    promote.promote_command,
     stub_llm.stub_llm,
 ):
     cli.add_command(command)

@@ -1,0 +1,138 @@
+"""Incident to regression case: a cassette with a wrong outcome becomes a case that guards it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from recorder import (
+    Cassette,
+    ConfigError,
+    HttpEvent,
+    ToolEvent,
+    llm_call,
+    read_cassette,
+    write_cassette,
+)
+
+from ._diff import StateDiff
+from .graders import Assertion
+
+
+@dataclass(frozen=True, slots=True)
+class Promoted:
+    """What ``promote`` wrote."""
+
+    case: Path
+    fixture: Path
+    cassette: Path
+
+
+def instruction_of(cassette: Cassette) -> str | None:
+    """The user's instruction: the first user message of the first LLM call."""
+    for event in cassette.events:
+        if isinstance(event, HttpEvent) and (call := llm_call(event)) is not None:
+            for message in call.messages:
+                if message.get("role") == "user" and isinstance(message.get("content"), str):
+                    return str(message["content"])
+    return None
+
+
+def scaffold(diff: StateDiff) -> list[str]:
+    """Assertions describing what the incident did, for the user to correct."""
+    lines = []
+    for table in sorted(diff.touched()):
+        part = diff.table(table)
+        for what in ("inserted", "deleted", "updated"):
+            if getattr(part, what):
+                lines.append(f"diff.{table}.{what} == {len(getattr(part, what))}")
+        for key, update in part.updated.items():
+            name = key[0] if len(key) == 1 else key
+            for field, value in update.after.items():
+                lines.append(f"{table}[{name!r}].{field} == {json.dumps(value)}")
+    return lines
+
+
+def promote(
+    cassette_path: Path,
+    case_id: str,
+    expect: list[str],
+    out: Path,
+    *,
+    fixture: Path | None = None,
+    instruction: str | None = None,
+) -> Promoted:
+    """Turn an incident cassette into a regression case in ``out``.
+
+    Writes ``out/<id>.yaml`` (suite regression, the instruction, the
+    ``expect`` assertions and a commented scaffold from the recorded diff),
+    ``out/<id>.fixture<suffix>`` (the world as it was when the recording
+    started) and ``out/cassettes/<id>.cassette`` (the frozen tool and LLM
+    responses for offline replay).
+
+    Raises:
+        ConfigError: No fixture to copy, no instruction, or a bad ``expect``.
+    """
+    cassette = read_cassette(cassette_path)
+    for source in expect:
+        Assertion(source)  # raises AssertionSyntaxError, pointing at the column
+    source_fixture = fixture or (
+        Path(cassette.header.fixture_source) if cassette.header.fixture_source else None
+    )
+    if source_fixture is None or not source_fixture.exists():
+        raise ConfigError(
+            f"{cassette_path}: the recorded fixture {source_fixture} is not here; pass --fixture"
+        )
+    text = instruction or instruction_of(cassette)
+    if not text:
+        raise ConfigError(
+            f"{cassette_path}: no user instruction in its LLM calls; pass --instruction"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    fixture_copy = out / f"{case_id}.fixture{source_fixture.suffix}"
+    shutil.copyfile(source_fixture, fixture_copy)
+    frozen = out / "cassettes" / f"{case_id}.cassette"
+    header = cassette.header.model_copy(update={"case_id": case_id})
+    write_cassette(frozen, header, cassette.events, cassette.footer, overwrite=True)
+    summary = cassette.summary()
+    diff = StateDiff.from_delta(summary.state_diff or {})
+    tools = sorted({e.name for e in cassette.events if isinstance(e, ToolEvent)})
+    case_path = out / f"{case_id}.yaml"
+    case_path.write_text(
+        _case_yaml(
+            case_id, text, fixture_copy.name, expect, scaffold(diff), diff, tools, cassette_path
+        ),
+        encoding="utf-8",
+    )
+    return Promoted(case_path, fixture_copy, frozen)
+
+
+def _case_yaml(
+    case_id: str,
+    instruction: str,
+    fixture: str,
+    expect: list[str],
+    scaffolded: list[str],
+    diff: StateDiff,
+    tools: list[str],
+    source: Path,
+) -> str:
+    q = json.dumps  # JSON strings are valid YAML scalars
+    lines = [
+        f"# Promoted from the incident {source.name} by `replay promote`.",
+        "# The scaffold below says what the incident did: turn the lines that",
+        "# describe the right outcome into assertions, correct the others.",
+        f"id: {q(case_id)}",
+        "suite: regression",
+        f"instruction: {q(instruction)}",
+        f"fixture: {q(fixture)}",
+        f"# allowed_tables: {q(sorted(diff.touched()))}   # the tables the incident changed",
+        f"# tools the incident called: {', '.join(tools) or 'none'}",
+        "assert:" if expect else "assert: []  # add assertions (replay promote --expect ...)",
+        *(f"  - {q(e)}" for e in expect),
+        *(f"  # - {q(s)}" for s in scaffolded),
+        "tags: [incident]",
+    ]
+    return "\n".join(lines) + "\n"

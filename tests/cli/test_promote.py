@@ -1,0 +1,85 @@
+"""`replay promote`: an incident cassette becomes a case that fails on it and passes once fixed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from examples.shop import agent, make_tools, refund_policy
+from recorder import read_cassette
+from replay._case import load_case
+from replay._cli.main import cli
+from replay._modes import offline, review, sandbox
+from replay.graders import Verdict
+from replay.stub_llm import ScriptedPolicy, StubLLM
+from tests.helpers import REPO
+
+CASE = load_case(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_duplicate_refund_incident_becomes_a_regression_case(tmp_path: Path) -> None:
+    turns = list(refund_policy().turns)
+    turns.insert(2, turns[1])  # the incident: issue_refund twice
+    incident = tmp_path / "incident.cassette"
+    with StubLLM(ScriptedPolicy(turns, final=refund_policy().final)) as llm:
+        sandbox(CASE, agent, make_tools, incident, llm_base_url=llm.openai_base_url)
+
+    out = tmp_path / "regression"
+    code, _, err = replay(
+        "promote",
+        str(incident),
+        "--id",
+        "refund-once",
+        "--out",
+        str(out),
+        "--expect",
+        "refunds.count(order_id=4812) == 1",
+    )
+    assert code == 0, err
+    case = load_case(out / "refund-once.yaml")
+    assert case.suite.value == "regression" and case.instruction == CASE.instruction
+    assert case.assertions == ["refunds.count(order_id=4812) == 1"]
+    text = (out / "refund-once.yaml").read_text()
+    assert '# - "diff.refunds.inserted == 2"' in text  # the scaffold, commented
+    assert '# - "orders[4812].status == \\"refunded\\""' in text
+    frozen = out / "cassettes" / "refund-once.cassette"
+    assert read_cassette(frozen).header.case_id == "refund-once"
+
+    # It fails on the incident ...
+    assert review(case, frozen).outcome.verdict is Verdict.FAIL
+    # ... and passes on the fixed agent, offline (tools from the incident) and in sandbox.
+    with StubLLM(refund_policy()) as llm:
+        fixed_offline = offline(
+            case,
+            agent,
+            make_tools,
+            read_cassette(frozen),
+            tmp_path / "o.cassette",
+            llm_base_url=llm.openai_base_url,
+            llm="live",
+        )
+        fixed_sandbox = sandbox(
+            case, agent, make_tools, tmp_path / "s.cassette", llm_base_url=llm.openai_base_url
+        )
+    assert fixed_offline.outcome.verdict is Verdict.PASS, fixed_offline.outcome.evidence
+    assert fixed_sandbox.outcome.verdict is Verdict.PASS, fixed_sandbox.outcome.evidence
+
+
+def test_promote_refuses_a_bad_expectation_in_one_line(tmp_path: Path) -> None:
+    code, _, err = replay(
+        "promote",
+        str(REPO / "cassettes" / "refund-4812.cassette"),
+        "--id",
+        "x",
+        "--out",
+        str(tmp_path),
+        "--expect",
+        "refunds.count( == 1",
+    )
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
