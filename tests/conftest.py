@@ -18,3 +18,6 @@ def stub_llm() -> Iterator[StubLLM]:
 @pytest.fixture
 def cassette_path(tmp_path: Path) -> Path:
     return tmp_path / "trial.cassette"
+
+
+pytest_plugins = ["pytester"]
