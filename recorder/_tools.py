@@ -122,6 +122,9 @@ class Tool(Generic[P, R]):
         self._sig = inspect.signature(fn)
         first = next(iter(self._sig.parameters), None)
         self._receiver = {first} if first in _BOUND else set()
+        self._var_keyword = next(
+            (p.name for p in self._sig.parameters.values() if p.kind is p.VAR_KEYWORD), None
+        )
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - an async callable object
         )
@@ -158,7 +161,14 @@ class Tool(Generic[P, R]):
             session.tool_finished(self.name, given, self.writes, t0, None, exc, jsonable)
             raise
         bound.apply_defaults()
-        arguments = {k: v for k, v in bound.arguments.items() if k not in self._receiver}
+        arguments: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            if name in self._receiver:
+                continue
+            if name == self._var_keyword:  # **kwargs: recorded as the arguments they are
+                arguments.update(value)
+            else:
+                arguments[name] = value
         if self._is_async:
             return cast(R, self._call_async(session, arguments, args, kwargs))
         t0 = session.tool_started()

@@ -311,12 +311,10 @@ def offline(
     """Run the agent with every tool call answered from ``recorded``; record and grade."""
     started = time.perf_counter()
     world = _world_for(case, world)
-    specs = [t.openai_schema() for t in tools(world.conn)]  # schemas only: nothing runs
+    originals = list(tools(world.conn))  # for their schemas and effects only: nothing runs
+    specs = [t.openai_schema() for t in originals]
     player = ToolPlayer(recorded)
-    replayed = {
-        spec["function"]["name"]: _replayed_tool(spec["function"]["name"], player, world)
-        for spec in specs
-    }
+    replayed = {t.name: _replayed_tool(t.name, t.writes, player, world) for t in originals}
     env = Environment(
         specs, _dispatcher(list(replayed.values())), llm_base_url, model, dict(settings or {})
     )
@@ -381,7 +379,7 @@ def recorded_base_url(cassette: Cassette) -> str | None:
     return None
 
 
-def _replayed_tool(name: str, player: ToolPlayer, world: World) -> Tool[..., Any]:
+def _replayed_tool(name: str, writes: bool, player: ToolPlayer, world: World) -> Tool[..., Any]:
     def answer(**arguments: Any) -> Any:
         event = player.answer(name, arguments)
         world.apply(event.delta or {})
@@ -389,7 +387,7 @@ def _replayed_tool(name: str, player: ToolPlayer, world: World) -> Tool[..., Any
             raise ReplayedToolError(f"{event.error.type}: {event.error.message}")
         return event.result
 
-    return tool(answer, name=name, writes=True)
+    return tool(answer, name=name, writes=writes)
 
 
 def _run(

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .._html import run_html
 from .._report import build_report, report_json
 from .._store import DEFAULT_PATH, Store
 
@@ -18,13 +19,26 @@ from .._store import DEFAULT_PATH, Store
 @click.argument("run")
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def report(run: str, store: Path, as_json: bool) -> None:
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report as one self-contained HTML page (summary, cases, transcripts).",
+)
+def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None:
     """Report RUN: per case n, c, pass^1, pass^k and verdicts; suite pass^k; failures.
 
     unknown, unsupported and error trials are counted and shown, and kept
-    out of the pass rates.
+    out of the pass rates. With --html, writes the viewer page instead of
+    printing the table.
     """
-    result = build_report(Store(store, create=False), run)
+    if html_file is not None and as_json:
+        raise click.UsageError("--html and --json cannot be used together")
+    results = Store(store, create=False)
+    if html_file is not None:
+        _write(html_file, run_html(results, run))
+        return
+    result = build_report(results, run)
     if as_json:
         click.echo(json.dumps(report_json(result), indent=2))
         return
@@ -82,3 +96,9 @@ def report(run: str, store: Path, as_json: bool) -> None:
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _write(path: Path, page: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    click.echo(f"wrote {path}")

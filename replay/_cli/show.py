@@ -13,6 +13,7 @@ from rich.table import Table
 
 from recorder import Cassette, ErrorEvent, HttpEvent, ToolEvent, WarningEvent, read_cassette
 
+from .._html import cassette_html
 from .._transcript import Step, delta_lines, message_text, steps, to_json
 
 _SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
@@ -22,14 +23,26 @@ _SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
 @click.argument("cassette", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the cassette as JSON for tools.")
 @click.option("--bodies", is_flag=True, help="Also print raw HTTP bodies of non-LLM calls.")
-def show(cassette: Path, as_json: bool, bodies: bool) -> None:
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the transcript as one self-contained HTML page instead.",
+)
+def show(cassette: Path, as_json: bool, bodies: bool, html_file: Path | None) -> None:
     """Show a cassette's transcript: steps, LLM messages, tool calls, world deltas, pins.
 
     A cassette cut short (a killed recording) shows the steps it kept and a
     warning; a damaged one is an error (exit code 2).
     """
+    if html_file is not None and as_json:
+        raise click.UsageError("--html and --json cannot be used together")
     data = read_cassette(cassette)
-    if as_json:
+    if html_file is not None:
+        html_file.parent.mkdir(parents=True, exist_ok=True)
+        html_file.write_text(cassette_html(data), encoding="utf-8")
+        click.echo(f"wrote {html_file}")
+    elif as_json:
         click.echo(json.dumps(to_json(data), indent=2))
     else:
         _render(data, Console(highlight=False, soft_wrap=True), bodies=bodies)

@@ -117,6 +117,17 @@ def test_wrapping_a_function_you_do_not_own(cassette_path: Path) -> None:
     (event,) = tool_events(cassette_path)
     assert event.name == "to_json" and event.result == '{"a": 2, "b": 1}'
     assert event.args["obj"] == {"b": 1, "a": 2} and event.args["sort_keys"] is True
+    assert "kw" not in event.args  # **kw holds nothing here; its items are recorded flat
+
+
+def test_keyword_catch_alls_are_recorded_flat(cassette_path: Path) -> None:
+    @tool
+    def search(**filters: str) -> int:
+        return len(filters)
+
+    with record(cassette_path):
+        search(city="Lyon", status="paid")
+    assert tool_events(cassette_path)[0].args == {"city": "Lyon", "status": "paid"}
 
 
 def test_hints_without_a_json_schema_are_refused_clearly() -> None:

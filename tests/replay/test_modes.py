@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from examples.shop import agent, make_tools, refund_policy
-from recorder import ConfigError, HttpEvent, Tool, read_cassette, tool
+from recorder import ConfigError, HttpEvent, Tool, ToolEvent, read_cassette, tool
 from replay._case import load_case
 from replay._modes import Environment, load_callable, offline, review, sandbox
 from replay.graders import Verdict
@@ -69,6 +69,14 @@ def test_review_offline_and_sandbox_agree(recorded: Path, tmp_path: Path) -> Non
         frozen=cassette,
     )
     assert ran == []  # offline: no tool function ran
+    from replay._compare import diff_cassettes
+
+    # The offline trial's cassette records the same calls, effects and changes as the original.
+    assert diff_cassettes(cassette, read_cassette(replayed.cassette)).same
+    effects = [
+        e.effect for e in read_cassette(replayed.cassette).events if isinstance(e, ToolEvent)
+    ]
+    assert effects == ["read", "write", "write", "write", "write"]
     results = [reviewed, replayed, resandboxed]
     assert [r.outcome.verdict for r in results] == [Verdict.PASS] * 3
     assert reviewed.trial.diff == replayed.trial.diff == resandboxed.trial.diff

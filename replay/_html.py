@@ -1,0 +1,379 @@
+"""The HTML viewer: one self-contained page for a run or a cassette (no network, no templates).
+
+Every piece of recorded text goes through `_e` (``html.escape``): cassettes hold
+arbitrary model output.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from recorder import Cassette, ErrorEvent, HttpEvent, ToolEvent, WarningEvent, read_cassette
+
+from ._compare import diff_cassettes
+from ._report import CaseReport, build_report
+from ._store import Store
+from ._transcript import Step, delta_lines, message_text, steps
+
+_ORDER = {"fail": 0, "unsupported": 1, "error": 2, "unknown": 3, "pass": 4}
+_SIGNS = {"+": "inserted", "-": "deleted", "~": "updated"}
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.4em 0}
+td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}table.sortable th{cursor:pointer;user-select:none}
+th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
+pre{white-space:pre-wrap;word-break:break-word;margin:.2em 0;background:#f8f8f8;padding:3px 6px}
+.v{font-weight:bold;padding:0 6px;border-radius:3px;color:#fff}.v-pass{background:#2a7d2a}
+.v-fail{background:#c0392b}.v-unsupported{background:#8e44ad}.v-error{background:#d35400}
+.v-unknown{background:#7f8c8d}
+details{border:1px solid #ccc;border-radius:4px;margin:.6em 0;padding:.3em .8em}
+summary{cursor:pointer;font-weight:bold}
+.step{margin:.6em 0;padding-left:.6em;border-left:3px solid #ccc}.step-llm{border-color:#2980b9}
+.step-tool{border-color:#27ae60}.step-error{border-color:#c0392b}
+.step-warning{border-color:#e67e22}.meta{color:#666}.s-inserted{color:#1e7b1e}
+.s-deleted{color:#b03a2e}.s-updated{color:#9a6700}
+.miss{border:1px solid #8e44ad;background:#f7effa;padding:.3em .6em;margin:.4em 0}
+tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at{color:#2471a3}
+.legend-hat{color:#d35400}.flex{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
+"""
+
+_JS = """
+document.querySelectorAll("table.sortable th").forEach(function (th) {
+  th.addEventListener("click", function () {
+    var col = th.cellIndex, asc = th.dataset.dir !== "asc", body = th.closest("table").tBodies[0];
+    th.parentNode.querySelectorAll("th").forEach(function (h) { delete h.dataset.dir; });
+    th.dataset.dir = asc ? "asc" : "desc";
+    Array.from(body.rows).sort(function (a, b) {
+      var x = a.cells[col].dataset.v, y = b.cells[col].dataset.v, r = Number(x) - Number(y);
+      return (asc ? 1 : -1) * (isNaN(r) ? x.localeCompare(y) : r);
+    }).forEach(function (row) { body.appendChild(row); });
+  });
+});
+"""
+
+
+def _e(value: object) -> str:
+    """Escape any value for HTML text or a quoted attribute."""
+    return html.escape(str(value))
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _badge(verdict: str) -> str:
+    return f'<span class="v v-{_e(verdict)}">{_e(verdict)}</span>'
+
+
+def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
+    """A table whose cells are already HTML; header names are escaped here."""
+    ths = "".join(f"<th>{_e(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>'
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
+        f"<body>{body}<script>{_JS}</script></body></html>\n"
+    )
+
+
+def _delta_table(delta: Any) -> str:
+    lines = delta_lines(delta or {})
+    if not lines:
+        return '<p class="meta">no rows changed</p>'
+    rows = [[f'<span class="s-{_SIGNS[s]}">{_SIGNS[s]}</span>', _e(text)] for s, text in lines]
+    return _table(["change", "row"], rows, "delta")
+
+
+def curves_svg(pass_at: dict[int, float], pass_hat: dict[int, float]) -> str:
+    """Draw pass@k and pass^k against k as an inline SVG: two polylines, axes and labels."""
+    ks = sorted(pass_hat)
+    if not ks:
+        return '<p class="meta">no graded trial: no curve to draw</p>'
+
+    def x(k: int) -> float:  # the plot spans x 50..400 and y 200 (rate 0) .. 20 (rate 1)
+        return round(50 + 350 * ((k - ks[0]) / (ks[-1] - ks[0]) if len(ks) > 1 else 0.5), 1)
+
+    parts = [
+        '<path d="M50 20V200H400" fill="none" stroke="#333"/>',
+        '<text x="225" y="236" text-anchor="middle">k</text>',
+        '<text x="14" y="110" transform="rotate(-90 14 110)" text-anchor="middle">rate</text>',
+    ]
+    for v in (0.0, 0.5, 1.0):
+        y = 200 - 180 * v
+        parts.append(f'<path d="M51 {y}H400" stroke="#e4e4e4"/>')
+        parts.append(f'<text x="44" y="{y + 4}" text-anchor="end">{v:.1f}</text>')
+    parts += [f'<text x="{x(k)}" y="216" text-anchor="middle">{k}</text>' for k in ks]
+    for label, values, color in (("pass@k", pass_at, "#2471a3"), ("pass^k", pass_hat, "#d35400")):
+        points = [(x(k), round(200 - 180 * values[k], 1)) for k in ks if k in values]
+        line = " ".join(f"{px},{py}" for px, py in points)
+        parts.append(
+            f'<polyline class="curve" data-name="{label}" fill="none" stroke="{color}" '
+            f'stroke-width="2" points="{line}"/>'
+        )
+        parts += [f'<circle cx="{px}" cy="{py}" r="3" fill="{color}"/>' for px, py in points]
+    return (
+        '<svg width="420" height="240" font-size="11" role="img" '
+        f'aria-label="pass@k and pass^k against k">{"".join(parts)}</svg>'
+        '<p><span class="legend-at">&#9632; pass@k</span> (at least one of k passes) '
+        '<span class="legend-hat">&#9632; pass^k</span> (all k pass)</p>'
+    )
+
+
+def _pre(label: str, value: Any) -> str:
+    return f"<div><b>{_e(label)}</b><pre>{_e(_json(value))}</pre></div>"
+
+
+def _err(info: Any, prefix: str = "") -> str:
+    return f'<p class="note">{prefix}{_e(info.type)}: {_e(info.message)}</p>' if info else ""
+
+
+def _step(step: Step) -> str:
+    event, timing = step.event, f"+{step.t:.3f}s, {step.duration * 1000:.1f} ms"
+    body: list[str] = []
+    if step.llm is not None:
+        call = step.llm
+        head = (
+            f"{step.index}. LLM {_e(call.api)} {_e(call.model or '?')} "
+            f'<span class="meta">{timing}, {call.input_tokens}&rarr;{call.output_tokens} tokens'
+            f"{', streamed' if call.stream else ''}</span>"
+        )
+        body += [_pre(str(m.get("role", "?")), message_text(m)) for m in step.new_messages]
+        body += [_pre("assistant", call.reply_text)] if call.reply_text else []
+        body += [_pre(f"assistant calls {tc.name}", tc.arguments) for tc in call.reply_tool_calls]
+    elif isinstance(event, HttpEvent):
+        status = event.response.status if event.response else "no response"
+        head = (
+            f"{step.index}. HTTP {_e(event.request.method)} {_e(event.request.url)} "
+            f'&rarr; {_e(status)} <span class="meta">{timing}</span>'
+        )
+        body.append(_err(event.error))
+    elif isinstance(event, ToolEvent):
+        head = (
+            f"{step.index}. tool <code>{_e(event.name)}</code> "
+            f'<span class="meta">{_e(event.effect)}, {timing}</span>'
+        )
+        body.append(_pre("arguments", event.args))
+        body.append(_err(event.error, "raised ") if event.error else _pre("result", event.result))
+        body += [_delta_table(event.delta)] if event.delta else []
+    elif isinstance(event, ErrorEvent):
+        head = f"{step.index}. error"
+        body.append(_err(event.error))
+    else:
+        assert isinstance(event, WarningEvent)
+        head = f"{step.index}. warning"
+        body.append(f"<p>{_e(event.message)}</p>")
+        body += [_delta_table(event.delta)] if event.delta else []
+    return f'<div class="step step-{step.kind}"><div>{head}</div>{"".join(body)}</div>'
+
+
+def transcript_html(cassette: Cassette) -> str:
+    """Render a cassette's transcript: its steps, then the outcome, state diff, usage and pins."""
+    head, summary = cassette.header, cassette.summary()
+    trial = "-" if head.trial is None else head.trial
+    out = [
+        f'<p class="meta">{_e(cassette.path)}: case {_e(head.case_id or "-")}, trial '
+        f"{_e(trial)}, recorded {_e(head.started_at)} by agent-replay "
+        f"{_e(head.recorder_version)}</p>"
+    ]
+    if cassette.truncation:
+        out.append(f'<p class="note">cut short: {_e(cassette.truncation)}</p>')
+    out += [_step(step) for step in steps(cassette)]
+    out.append(f"<h4>outcome: {_e(summary.status)}</h4>")
+    if summary.final_answer is not None:
+        out.append(_pre("final answer", summary.final_answer))
+    out.append("<div><b>state diff</b></div>" + _delta_table(summary.state_diff))
+    u, t = summary.usage, summary.timings
+    out.append(
+        f"<p>usage: {u.llm_calls} LLM calls ({u.input_tokens} in / {u.output_tokens} out "
+        f"tokens), {u.tool_calls} tool calls, {u.http_calls} HTTP calls; time: "
+        f"{t.total:.3f} s total, {t.llm:.3f} s LLM, {t.tools:.3f} s tools</p>"
+    )
+    pins = summary.pins.model_dump(exclude_defaults=True).items()
+    out.append(_table(["pin", "value"], [[_e(k), _e(_json(v))] for k, v in pins]))
+    return "".join(out)
+
+
+def cassette_html(cassette: Cassette) -> str:
+    """The whole page for one cassette (``replay show --html``)."""
+    body = f"<h1>cassette {_e(cassette.path.name)}</h1>{transcript_html(cassette)}"
+    return _page(f"cassette {cassette.path.name}", body)
+
+
+def _load(path: str | None, store: Store) -> Cassette | str:
+    """Read a trial's cassette, or say in one line why it cannot be shown."""
+    if not path:
+        return "no cassette was recorded for this trial"
+    where = Path(path)
+    if not where.is_absolute() and (store.path.parent / where).exists():
+        where = store.path.parent / where
+    try:
+        return read_cassette(where)
+    except Exception as exc:  # a viewer shows what it can: one bad file must not sink the page
+        return f"cassette {path} cannot be read: {exc}"
+
+
+def _calls(cassette: Cassette) -> list[str]:
+    return [
+        f"{e.name}({', '.join(f'{k}={v!r}' for k, v in e.args.items())})"
+        for e in cassette.events
+        if isinstance(e, ToolEvent)
+    ]
+
+
+def compare_html(a: Cassette, b: Cassette, label_a: str, label_b: str) -> str:
+    """Two trials' tool calls side by side, the first divergence marked, then state differences."""
+    diff = diff_cassettes(a, b)
+    calls_a, calls_b = _calls(a), _calls(b)
+    mark = diff.divergence.step if diff.divergence else 0
+    rows = "".join(
+        f"<tr{' class=diverge' if i == mark else ''}><td>{i}</td>"
+        f"<td>{_e(calls_a[i - 1]) if i <= len(calls_a) else '&mdash;'}</td>"
+        f"<td>{_e(calls_b[i - 1]) if i <= len(calls_b) else '&mdash;'}</td></tr>"
+        for i in range(1, max(len(calls_a), len(calls_b)) + 1)
+    )
+    what = diff.divergence.describe() if diff.divergence else "the same tool calls"
+    out = [
+        f"<h4>compared with {_e(label_b)}</h4><p><b>first divergence:</b> {_e(what)}</p>",
+        f'<table class="compare"><thead><tr><th>#</th><th>A: {_e(label_a)}</th>'
+        f"<th>B: {_e(label_b)}</th></tr></thead><tbody>{rows}</tbody></table>",
+    ]
+    if diff.state:
+        lines = "".join(f"<li>{_e(line)}</li>" for line in diff.state)
+        out.append(f"<b>state differences</b><ul>{lines}</ul>")
+    if diff.answers:
+        out.append(
+            _table(["A answered", "B answered"], [[_pre("", x or "(none)") for x in diff.answers]])
+        )
+    return "".join(out)
+
+
+def _trial(row: dict[str, Any], grades: list[dict[str, Any]], view: str, compare: str) -> str:
+    verdict = row["verdict"]
+    tokens = (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)
+    head = (
+        f"{_e(row['case_id'])} trial {_e(row['idx'])} {_badge(verdict)} "
+        f'<span class="meta">{_e(row.get("steps") or 0)} steps, {tokens} tokens, '
+        f"{_num(row.get('latency'))} s</span>"
+    )
+    rows = [
+        [
+            _e(g["grader"]),
+            _badge(g["verdict"]),
+            _num(g["score"]) + (" (veto)" if g.get("veto") else ""),
+            "<br>".join(_e(line) for line in g["evidence"]) or '<span class="meta">-</span>',
+        ]
+        for g in grades
+    ]
+    misses = "".join(
+        f'<div class="miss"><b>unsupported: nearest recorded call</b><pre>{_e(line)}</pre></div>'
+        for g in grades
+        if g["grader"] == "replay"
+        for line in g["evidence"]
+    )
+    grades_table = _table(["grader", "verdict", "score", "evidence"], rows, "grades")
+    return (
+        f'<details class="trial trial-{_e(verdict)}"{" open" if verdict != "pass" else ""}>'
+        f"<summary>{head}</summary>{grades_table}{misses}{compare}{view}</details>"
+    )
+
+
+def _case_table(cases: list[CaseReport]) -> str:
+    """The sortable per-case table: each cell carries its sort key in ``data-v``."""
+    kmax = max((c.metrics.counts.n for c in cases), default=1)
+    ths = "".join(
+        f"<th>{_e(h)}</th>" for h in ("case", "suite", "n", "c", "pass^1", f"pass^{kmax}")
+    )
+    rows = []
+    for i, case in enumerate(cases):
+        counts, hat = case.metrics.counts, case.metrics.pass_hat
+        cells = [
+            (case.case_id, f'<a href="#case-{i}">{_e(case.case_id)}</a>'),
+            (case.suite, _e(case.suite)),
+            (counts.n, str(counts.n)),
+            (counts.c, str(counts.c)),
+            (hat.get(1, -1), _num(hat.get(1))),
+            (hat.get(kmax, -1), _num(hat.get(kmax))),
+            (
+                sum(counts.verdicts.values()) - counts.c,
+                " ".join(f"{_badge(v)} {n}" for v, n in counts.verdicts.items() if n),
+            ),
+        ]
+        rows.append("".join(f'<td data-v="{_e(k)}">{c}</td>' for k, c in cells))
+    return (
+        f'<table class="sortable" id="cases"><thead><tr>{ths}<th>verdicts</th></tr></thead>'
+        f"<tbody><tr>{'</tr><tr>'.join(rows)}</tr></tbody></table>"
+    )
+
+
+def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, store: Store) -> str:
+    out = [f'<h2 id="case-{i}">case {_e(case.case_id)}</h2>']
+    if case.failures:
+        lines = "".join(f"<li>{n} &times; {_e(line)}</li>" for line, n in case.failures)
+        out.append(f"<p>failed because:</p><ul>{lines}</ul>")
+    trials = sorted(trials, key=lambda t: (_ORDER.get(t["verdict"], 3), t["idx"]))
+    loaded = {t["idx"]: _load(t["cassette"], store) for t in trials}
+    passing = [(t["idx"], loaded[t["idx"]]) for t in trials if t["verdict"] == "pass"]
+    good = [(idx, c) for idx, c in passing if isinstance(c, Cassette)][:1]
+    for t in trials:
+        cassette, compare = loaded[t["idx"]], ""
+        if isinstance(cassette, Cassette) and good and t["verdict"] != "pass":
+            label = f"trial {t['idx']} ({t['verdict']})"
+            compare = compare_html(cassette, good[0][1], label, f"trial {good[0][0]} (pass)")
+        view = (
+            transcript_html(cassette)
+            if isinstance(cassette, Cassette)
+            else f'<p class="note">{_e(cassette)}</p>'
+        )
+        out.append(_trial(t, grades.get(t["idx"], []), view, compare))
+    return "".join(out)
+
+
+def run_html(store: Store, name: str) -> str:
+    """The whole page for a stored run (``replay report RUN --html``).
+
+    Raises:
+        ConfigError: No such run in the store.
+    """
+    report = build_report(store, name)
+    suite = report.suite
+    graded = len(report.cases) - len(suite.excluded)
+    ks = [k for k in sorted(suite.pass_hat) if suite.cases_used.get(k, 0) == graded]
+    totals = ", ".join(f"{_e(v)} {n}" for v, n in suite.totals.items() if n) or "no trials"
+    if ks:
+        totals += f"; pass^1 {_num(suite.pass_hat[1])}, pass^{ks[-1]} "
+        totals += f"{_num(suite.pass_hat[ks[-1]])}, pass@{ks[-1]} {_num(suite.pass_at[ks[-1]])}"
+    pins = [[_e(k), _e(_json(v))] for k, v in report.pins.items()]
+    # Failures first: a case with any trial that did not pass comes before the all-pass ones.
+    cases = sorted(
+        report.cases, key=lambda c: c.metrics.counts.c == sum(c.metrics.counts.verdicts.values())
+    )
+    out = [
+        f'<h1>run {_e(name)}</h1><h2>summary</h2><p id="totals"><b>trials:</b> {totals}</p>',
+        f'<div class="flex">{_table(["pin", "value"], pins, "pins")}<div id="curves">',
+        curves_svg({k: suite.pass_at[k] for k in ks}, {k: suite.pass_hat[k] for k in ks}),
+        f"</div></div><h2>cases</h2>{_case_table(cases)}",
+    ]
+    trials: dict[str, list[dict[str, Any]]] = {}
+    grades: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for row in store.trials(name):
+        trials.setdefault(row["case_id"], []).append(row)
+    for g in store.grades(name):
+        grades.setdefault(g["case_id"], {}).setdefault(g["idx"], []).append(g)
+    for i, c in enumerate(cases):
+        out.append(_case_section(i, c, trials.get(c.case_id, []), grades.get(c.case_id, {}), store))
+    return _page(f"run {name}", "".join(out))

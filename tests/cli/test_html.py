@@ -1,0 +1,229 @@
+"""The HTML viewer: `replay report RUN --html` and `replay show CASSETTE --html`.
+
+Static checks on the file always run; the browser check drives Debian's Chromium
+through playwright, with every non-file request aborted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from examples.shop import refund_policy
+from replay._cli.main import cli
+from replay._html import run_html
+from replay._store import Store
+from replay.stub_llm import StubLLM
+from tests.helpers import REPO
+
+CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
+AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+CHROMIUM = Path("/usr/bin/chromium")
+EVIDENCE = "refunds.count(order_id=4812) == 1: expected 1, actual 2"
+"""What a duplicated refund's state grade says."""
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@dataclass(frozen=True)
+class Viewer:
+    store: Path
+    page: Path
+    verdicts: dict[str, list[str]]
+    """Verdicts by case id, in trial order."""
+
+
+@pytest.fixture(scope="module")
+def viewer(tmp_path_factory: pytest.TempPathFactory) -> Viewer:
+    """A sandbox run of 4 trials of the demo case and of a copy, against a flaky stub.
+
+    Seed 2 with one worker (requests in a fixed order) gives both cases fail, pass, pass,
+    fail; the demo case's failures are duplicated refunds.
+    """
+    tmp = tmp_path_factory.mktemp("html")
+    copy = tmp / "copy.yaml"
+    copy.write_text(
+        CASE.read_text()
+        .replace("id: refund-4812", "id: refund-4812-copy")
+        .replace("suite: regression", "suite: capability")
+        .replace("../fixture.sql", str(CASE.parent.parent / "fixture.sql"))
+    )
+    store = tmp / "results.db"
+    with StubLLM(refund_policy(), seed=2, flake_rate=0.15) as llm:
+        code, _, err = replay(
+            "run",
+            str(CASE),
+            str(copy),
+            "--run",
+            "flaky",
+            "-k",
+            "4",
+            "-j",
+            "1",
+            "--llm-url",
+            llm.openai_base_url,
+            "--store",
+            str(store),
+            *AGENT,
+        )
+    assert code == 0, err
+    page = tmp / "out" / "report.html"
+    code, out, _ = replay("report", "flaky", "--store", str(store), "--html", str(page))
+    assert code == 0 and out == f"wrote {page}\n"
+    verdicts: dict[str, list[str]] = {}
+    for trial in Store(store).trials("flaky"):
+        verdicts.setdefault(trial["case_id"], []).append(trial["verdict"])
+    assert all({"pass", "fail"} <= set(v) for v in verdicts.values()), verdicts
+    return Viewer(store, page, verdicts)
+
+
+def assert_self_contained(page: str) -> None:
+    """Nothing the browser would fetch: no external scripts, styles, images, fonts or links."""
+    assert not re.search(r"""(?:src|href|action|data)\s*=\s*["']?\s*(?:https?:)?//""", page)
+    for needle in ("<link", "@import", "url(", "<img", "<iframe", "<script src", "@font-face"):
+        assert needle not in page.lower(), needle
+
+
+def test_report_page_is_self_contained_and_complete(viewer: Viewer) -> None:
+    page = viewer.page.read_text()
+    assert_self_contained(page)
+    assert page.count("<script>") == 1 and page.count("<style>") == 1
+    assert "<h1>run flaky</h1>" in page and "grader_version" in page  # name and pins
+    assert re.search(r"<svg[^>]*>.*</svg>", page, re.S)
+    assert page.count("<polyline") == 2 and 'data-name="pass^k"' in page
+    assert '<td data-v="refund-4812-copy"><a href="#case-1">refund-4812-copy</a></td>' in page
+    assert EVIDENCE in page and "first divergence:" in page and "class=diverge" in page
+    # Per case: failing trials first, open; passing ones after, closed.
+    for section in page.split('<h2 id="case-')[1:]:
+        classes = re.findall(r'<details class="trial trial-(\w+)"( open)?>', section)
+        assert [c for c, _ in classes] == sorted((c for c, _ in classes), key="fail pass".index)
+        assert all(bool(is_open) == (c != "pass") for c, is_open in classes)
+    # A failing trial is compared with the first passing one, from the transcript's calls.
+    assert "<th>B: trial 1 (pass)</th>" in page
+
+
+def test_show_html_writes_one_transcript(viewer: Viewer) -> None:
+    trial = next(t for t in Store(viewer.store).trials("flaky") if t["verdict"] == "fail")
+    out = viewer.page.with_name("show.html")
+    code, stdout, _ = replay("show", trial["cassette"], "--html", str(out))
+    assert code == 0 and stdout == f"wrote {out}\n"
+    page = out.read_text()
+    assert_self_contained(page)
+    assert "<code>issue_refund</code>" in page and "final answer" in page
+    assert page.count('<span class="s-inserted">inserted</span>') >= 2  # the duplicate refund
+    code, _, err = replay("show", trial["cassette"], "--html", str(out), "--json")
+    assert code == 2 and "cannot be used together" in err
+
+
+def test_recorded_text_is_escaped_and_a_missing_cassette_is_one_line(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    store.start_run("evil", {}, {"note": "<script>alert(1)</script>"})
+    miss = "lookup_order(order_id=9): nearest recorded lookup_order(order_id=4812) <b>x</b>"
+    for idx, verdict in enumerate(["pass", "unsupported"]):
+        store.add_trial(
+            "evil",
+            {"case_id": "c<1>", "idx": idx, "verdict": verdict, "cassette": f"/nowhere/{idx}"},
+            [{"grader": "replay", "verdict": verdict, "evidence": json.dumps([miss] * idx)}],
+        )
+    page = run_html(store, "evil")
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>x</b>" not in page and "c&lt;1&gt;" in page
+    assert "unsupported: nearest recorded call" in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    assert page.count("cassette /nowhere/") == 2  # one note per trial, no transcript, no crash
+    assert page.index("trial-unsupported") < page.index("trial-pass")
+
+
+def png_facts(data: bytes) -> tuple[int, int, int]:
+    """Width, height and how many distinct byte values the decoded pixel rows hold."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    position, idat = 8, b""
+    while position < len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        if data[position + 4 : position + 8] == b"IDAT":
+            idat += data[position + 8 : position + 8 + length]
+        position += length + 12
+    return width, height, len(set(zlib.decompress(idat)))
+
+
+@pytest.mark.slow
+def test_the_page_works_in_chromium_without_network(viewer: Viewer) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian package `chromium`)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    started = time.monotonic()
+    errors: list[str] = []
+    blocked: list[str] = []
+
+    def only_files(route: Any) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            context.route("**/*", only_files)
+            page = context.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(viewer.page.as_uri())
+            assert page.locator("#totals").is_visible()
+            assert "pass" in page.locator("#totals").inner_text()
+            assert page.locator("#curves svg polyline").count() == 2
+            evidence = page.locator("details.trial-fail table.grades").first
+            assert evidence.is_visible() and EVIDENCE in evidence.inner_text()
+
+            def first_column() -> list[str]:
+                return page.locator("#cases tbody tr td:first-child").all_inner_texts()
+
+            assert first_column() == list(viewer.verdicts)  # both have failures: run order
+            page.locator("#cases th", has_text="suite").click()  # capability < regression
+            assert first_column() == ["refund-4812-copy", "refund-4812"]
+            page.locator("#cases th", has_text="case").click()
+            ascending = first_column()
+            page.locator("#cases th", has_text="case").click()
+            assert ascending == sorted(viewer.verdicts) and first_column() == ascending[::-1]
+            assert page.evaluate("document.body.innerText.length") > 1000
+            shot = page.screenshot(full_page=True)
+            assert errors == [] and blocked == []
+            blank_page = context.new_page()
+            blank_page.set_content("<html><body></body></html>")
+            blank = blank_page.screenshot(full_page=True)
+            # The routing does catch what a page would fetch: a probe is blocked.
+            blank_page.set_content('<img src="http://127.0.0.1:9/probe.png">')
+            assert blocked == ["http://127.0.0.1:9/probe.png"]
+        finally:
+            browser.close()
+    width, height, distinct = png_facts(shot)
+    assert width == 1200 and height > 2000 and distinct > 50, (width, height, distinct)
+    assert len(shot) > 20 * len(blank) and png_facts(blank)[2] < 10
+    print(
+        f"screenshot {width}x{height}, {len(shot)} bytes, {distinct} distinct values "
+        f"(blank: {len(blank)} bytes); {time.monotonic() - started:.1f} s"
+    )
