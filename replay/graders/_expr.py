@@ -373,7 +373,9 @@ class Assertion:
                 raise self._reject(node, "use diff.<table>.inserted, .deleted or .updated")
             return len(getattr(ctx.diff.table(base.name), node.attr))
         if isinstance(base, _Rows):
-            if len(base.rows) != 1:
+            if not base.rows:
+                raise _Failed(f"{base.table}: no row matched, so there is no .{node.attr}")
+            if len(base.rows) > 1:
                 raise _Failed(
                     f"{base.table}: {len(base.rows)} rows matched, so .{node.attr} is ambiguous"
                 )

@@ -224,3 +224,8 @@ def test_the_demo_case_holds_for_the_demo_recording(refunded: Context) -> None:
     ctx = Context(refunded.world, refunded.diff, refunded.answer, frozenset(case.allowed_tables))
     checks = [a.check(ctx) for a in case.parsed_assertions()]
     assert all(c.passed for c in checks), [str(c) for c in checks if not c.passed]
+
+
+def test_no_matching_row_is_said_plainly(refunded: Context) -> None:
+    check = Assertion("refunds.where(order_id=9999).amount == 1").check(refunded)
+    assert check.message == "refunds: no row matched, so there is no .amount"
