@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,11 @@ from ._compare import diff_cassettes
 from ._report import CaseReport, build_report
 from ._store import Store
 from ._transcript import Step, delta_lines, message_text, steps
+
+_EAGER = 50
+"""How many failing trials a run's page shows open; every other trial's body stays inert
+text (a ``<script type="text/html">``) until its ``<details>`` is first opened, so that a
+page of 1,000 trials loads without building every transcript's DOM."""
 
 _ORDER = {"fail": 0, "unsupported": 1, "error": 2, "unknown": 3, "pass": 4}
 _SIGNS = {"+": "inserted", "-": "deleted", "~": "updated"}
@@ -43,7 +49,13 @@ tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at
 .legend-hat{color:#d35400}.flex{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
 """
 
-_JS = """
+_JS = r"""
+document.addEventListener("toggle", function (e) {
+  var d = e.target, s = d.open && d.querySelector(":scope > script.lazy");
+  if (!s) return;
+  s.insertAdjacentHTML("afterend", s.textContent.replace(/<\\([\/!])/g, "<$1"));
+  s.remove();
+}, true);
 document.querySelectorAll("table.sortable th").forEach(function (th) {
   th.addEventListener("click", function () {
     var col = th.cellIndex, asc = th.dataset.dir !== "asc", body = th.closest("table").tBodies[0];
@@ -89,6 +101,16 @@ def _page(title: str, body: str) -> str:
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
         f"<body>{body}<script>{_JS}</script></body></html>\n"
     )
+
+
+def _inert(body: str) -> str:
+    r"""HTML kept as text until the JS inserts it: nothing in it may end the script element.
+
+    Recorded text is escaped (no raw ``<``), so every ``</`` and ``<!--`` is our own markup;
+    they become ``<\/`` and ``<\!--``, which the JS turns back.
+    """
+    payload = body.replace("</", "<\\/").replace("<!--", "<\\!--")
+    return f'<script type="text/html" class="lazy">{payload}</script>'
 
 
 def _delta_table(delta: Any) -> str:
@@ -262,7 +284,10 @@ def compare_html(a: Cassette, b: Cassette, label_a: str, label_b: str) -> str:
     return "".join(out)
 
 
-def _trial(row: dict[str, Any], grades: list[dict[str, Any]], view: str, compare: str) -> str:
+def _trial(
+    row: dict[str, Any], grades: list[dict[str, Any]], view: str, compare: str, eager: bool
+) -> str:
+    """One trial as ``<details>``: open with its body if ``eager``, else closed and inert."""
     verdict = row["verdict"]
     tokens = (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)
     head = (
@@ -285,10 +310,11 @@ def _trial(row: dict[str, Any], grades: list[dict[str, Any]], view: str, compare
         if g["grader"] == "replay"
         for line in g["evidence"]
     )
-    grades_table = _table(["grader", "verdict", "score", "evidence"], rows, "grades")
+    body = _table(["grader", "verdict", "score", "evidence"], rows, "grades") + misses
+    body += compare + view
     return (
-        f'<details class="trial trial-{_e(verdict)}"{" open" if verdict != "pass" else ""}>'
-        f"<summary>{head}</summary>{grades_table}{misses}{compare}{view}</details>"
+        f'<details class="trial trial-{_e(verdict)}"{" open" if eager else ""}>'
+        f"<summary>{head}</summary>{body if eager else _inert(body)}</details>"
     )
 
 
@@ -320,26 +346,57 @@ def _case_table(cases: list[CaseReport]) -> str:
     )
 
 
-def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, store: Store) -> str:
+@dataclass
+class _Pages:
+    """What one run's page shares across its cases.
+
+    Each distinct cassette is read and rendered once; ``eager`` counts down the failing
+    trials that may still be shown open.
+    """
+
+    store: Store
+    eager: int = _EAGER
+    closed: int = 0
+    """Failing trials shown closed, past the first ``_EAGER``."""
+    cassettes: dict[str, Cassette | str] = field(default_factory=dict)
+    transcripts: dict[str, str] = field(default_factory=dict)
+
+    def load(self, path: str | None) -> Cassette | str:
+        if not path:
+            return _load(path, self.store)
+        if path not in self.cassettes:
+            self.cassettes[path] = _load(path, self.store)
+        return self.cassettes[path]
+
+    def view(self, path: str | None) -> str:
+        key = path or ""
+        if key not in self.transcripts:
+            cassette = self.load(path)
+            self.transcripts[key] = (
+                transcript_html(cassette)
+                if isinstance(cassette, Cassette)
+                else f'<p class="note">{_e(cassette)}</p>'
+            )
+        return self.transcripts[key]
+
+
+def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, pages: _Pages) -> str:
     out = [f'<h2 id="case-{i}">case {_e(case.case_id)}</h2>']
     if case.failures:
         lines = "".join(f"<li>{n} &times; {_e(line)}</li>" for line, n in case.failures)
         out.append(f"<p>failed because:</p><ul>{lines}</ul>")
     trials = sorted(trials, key=lambda t: (_ORDER.get(t["verdict"], 3), t["idx"]))
-    loaded = {t["idx"]: _load(t["cassette"], store) for t in trials}
-    passing = [(t["idx"], loaded[t["idx"]]) for t in trials if t["verdict"] == "pass"]
+    passing = [(t["idx"], pages.load(t["cassette"])) for t in trials if t["verdict"] == "pass"]
     good = [(idx, c) for idx, c in passing if isinstance(c, Cassette)][:1]
     for t in trials:
-        cassette, compare = loaded[t["idx"]], ""
+        cassette, compare = pages.load(t["cassette"]), ""
         if isinstance(cassette, Cassette) and good and t["verdict"] != "pass":
             label = f"trial {t['idx']} ({t['verdict']})"
             compare = compare_html(cassette, good[0][1], label, f"trial {good[0][0]} (pass)")
-        view = (
-            transcript_html(cassette)
-            if isinstance(cassette, Cassette)
-            else f'<p class="note">{_e(cassette)}</p>'
-        )
-        out.append(_trial(t, grades.get(t["idx"], []), view, compare))
+        eager = t["verdict"] != "pass" and pages.eager > 0
+        pages.eager -= eager
+        pages.closed += t["verdict"] != "pass" and not eager
+        out.append(_trial(t, grades.get(t["idx"], []), pages.view(t["cassette"]), compare, eager))
     return "".join(out)
 
 
@@ -374,6 +431,13 @@ def run_html(store: Store, name: str) -> str:
         trials.setdefault(row["case_id"], []).append(row)
     for g in store.grades(name):
         grades.setdefault(g["case_id"], {}).setdefault(g["idx"], []).append(g)
+    pages = _Pages(store)
     for i, c in enumerate(cases):
-        out.append(_case_section(i, c, trials.get(c.case_id, []), grades.get(c.case_id, {}), store))
+        out.append(_case_section(i, c, trials.get(c.case_id, []), grades.get(c.case_id, {}), pages))
+    if pages.closed:
+        out.insert(
+            1,
+            f'<p class="meta">{pages.closed} more trials that did not pass start closed: '
+            f"only the first {_EAGER} start open</p>",
+        )
     return _page(f"run {name}", "".join(out))

@@ -28,6 +28,14 @@ from tests.helpers import REPO
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
 CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 EVIDENCE = "refunds.count(order_id=4812) == 1: expected 1, actual 2"
 """What a duplicated refund's state grade says."""
 
@@ -143,6 +151,22 @@ def test_recorded_text_is_escaped_and_a_missing_cassette_is_one_line(tmp_path: P
     assert "unsupported: nearest recorded call" in page and "&lt;b&gt;x&lt;/b&gt;" in page
     assert page.count("cassette /nowhere/") == 2  # one note per trial, no transcript, no crash
     assert page.index("trial-unsupported") < page.index("trial-pass")
+    # The passing trial's body is inert text in which nothing can end its script element.
+    lazy = re.findall(r'<script type="text/html" class="lazy">(.*?)</script>', page, re.S)
+    assert len(lazy) == 1 and "</" not in lazy[0] and "cassette /nowhere/0" in lazy[0]
+
+
+def test_only_the_first_50_failing_trials_start_open(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    store.start_run("many", {}, {})
+    for idx in range(60):
+        trial = {"case_id": f"c{idx % 2}", "idx": idx, "verdict": "fail", "cassette": ""}
+        store.add_trial("many", trial, [])
+    page = run_html(store, "many")
+    details = re.findall(r'<details class="trial trial-fail"( open)?>', page)
+    assert len(details) == 60 and details.count(" open") == 50
+    assert page.count('<script type="text/html" class="lazy">') == 10
+    assert "10 more trials that did not pass start closed: only the first 50 start open" in page
 
 
 def png_facts(data: bytes) -> tuple[int, int, int]:
@@ -175,17 +199,7 @@ def test_the_page_works_in_chromium_without_network(viewer: Viewer) -> None:
             route.abort()
 
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport={"width": 1200, "height": 900})
             context.route("**/*", only_files)
@@ -226,4 +240,105 @@ def test_the_page_works_in_chromium_without_network(viewer: Viewer) -> None:
     print(
         f"screenshot {width}x{height}, {len(shot)} bytes, {distinct} distinct values "
         f"(blank: {len(blank)} bytes); {time.monotonic() - started:.1f} s"
+    )
+
+
+EVIL_PATH = "/nowhere/</script><script>document.title='pwned'</script>"
+"""A trial's cassette path that would end a raw script element if it were not escaped."""
+
+
+def thousand_trials(viewer: Viewer, path: Path) -> Store:
+    """A store of 1,000 trials (20 cases of 50) pointing at 3 of the viewer run's cassettes.
+
+    Rows are written directly: every 5th trial fails (the duplicated refund), the rest pass;
+    case 0's trial 1 passes with a cassette path full of markup that cannot be read.
+    """
+    source = Store(viewer.store)
+    rows = [t for t in source.trials("flaky") if t["case_id"] == "refund-4812"]
+    failing = next(t for t in rows if t["verdict"] == "fail")
+    templates = [failing, *[t for t in rows if t["verdict"] == "pass"][:2]]
+    grades: dict[int, list[dict[str, Any]]] = {}
+    for g in source.grades("flaky"):
+        if g["case_id"] == "refund-4812":
+            grade = {k: g[k] for k in ("grader", "verdict", "score", "veto")}
+            grades.setdefault(g["idx"], []).append({**grade, "evidence": json.dumps(g["evidence"])})
+    store = Store(path)
+    store.start_run("big", {}, {"grader_version": 1})
+    for n in range(1000):
+        case, idx = divmod(n, 50)
+        template = templates[0] if idx % 5 == 4 else templates[1 + idx % 2]
+        row = {k: v for k, v in template.items() if k != "run"}
+        row |= {"case_id": f"case-{case:02d}", "idx": idx, "suite": "scale"}
+        if n == 1:
+            row["cassette"] = EVIL_PATH
+        store.add_trial("big", row, grades[template["idx"]])
+    return store
+
+
+@pytest.mark.slow
+def test_a_thousand_trials_render_lazily_and_load_fast(viewer: Viewer, tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian package `chromium`)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    store = thousand_trials(viewer, tmp_path / "big.db")
+    started = time.monotonic()
+    html = run_html(store, "big")
+    rendered = time.monotonic() - started
+    out = tmp_path / "big.html"
+    out.write_text(html)
+    size = out.stat().st_size
+    assert_self_contained(html)
+    assert rendered < 20 and size < 15_000_000, (rendered, size)
+    errors: list[str] = []
+    blocked: list[str] = []
+
+    def only_files(route: Any) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            context.route("**/*", only_files)
+            page = context.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            started = time.monotonic()
+            page.goto(out.as_uri(), wait_until="load")
+            wall = time.monotonic() - started
+            load_ms = page.evaluate(
+                "performance.timing.loadEventEnd - performance.timing.navigationStart"
+            )
+            assert load_ms < 3000, (load_ms, wall)
+            assert page.locator("details.trial").count() == 1000
+            assert page.locator(".step").count() < 50 * 20  # only the eager failing trials
+            # A closed passing trial has no transcript until it is opened.
+            lazy = page.locator("#case-0 ~ details.trial-pass").first
+            assert lazy.locator(".step").count() == 0
+            lazy.locator("summary").click()
+            assert lazy.locator(".step").first.is_visible()
+            assert "final answer" in lazy.inner_text()
+            # So has a failing trial past the eager ones, which keeps its comparison.
+            assert page.locator("details.trial-fail[open]").count() == 50
+            late = page.locator("details.trial-fail").nth(50)
+            assert late.get_attribute("open") is None
+            assert late.locator("table.grades").count() == 0
+            late.locator("summary").click()
+            assert EVIDENCE in late.locator("table.grades").inner_text()
+            assert "first divergence:" in late.inner_text()
+            # Markup in a lazy body's recorded text stays text.
+            summary = page.locator("summary", has_text=re.compile(r"^case-00 trial 1 pass"))
+            summary.click()
+            evil = summary.locator("xpath=..")
+            assert EVIL_PATH in evil.inner_text() and page.title() == "run big"
+            assert errors == [] and blocked == []
+        finally:
+            browser.close()
+    print(
+        f"1000 trials: rendered in {rendered:.2f} s, {size / 1e6:.2f} MB, "
+        f"load event after {load_ms} ms ({wall:.2f} s to goto)"
     )
