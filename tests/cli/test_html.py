@@ -6,11 +6,13 @@ through playwright, with every non-file request aborted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import struct
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,37 @@ CHROMIUM_ARGS = [
 ]
 EVIDENCE = "refunds.count(order_id=4812) == 1: expected 1, actual 2"
 """What a duplicated refund's state grade says."""
+
+
+@contextlib.contextmanager
+def offline_browser(sync_api: Any) -> Iterator[tuple[Any, list[str], list[str]]]:
+    """Debian's Chromium with every request but file: aborted: (context, errors, blocked)."""
+    errors: list[str] = []
+    blocked: list[str] = []
+
+    def only_files(route: Any) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            context.route("**/*", only_files)
+            yield context, errors, blocked
+        finally:
+            browser.close()
+
+
+def watched_page(context: Any, errors: list[str]) -> Any:
+    """A new page whose console errors and page errors land in ``errors``."""
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page
 
 
 def replay(*args: str) -> tuple[int, str, str]:
@@ -188,52 +221,34 @@ def test_the_page_works_in_chromium_without_network(viewer: Viewer) -> None:
         pytest.skip(f"no Chromium at {CHROMIUM} (Debian package `chromium`)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     started = time.monotonic()
-    errors: list[str] = []
-    blocked: list[str] = []
+    with offline_browser(sync_api) as (context, errors, blocked):
+        page = watched_page(context, errors)
+        page.goto(viewer.page.as_uri())
+        assert page.locator("#totals").is_visible()
+        assert "pass" in page.locator("#totals").inner_text()
+        assert page.locator("#curves svg polyline").count() == 2
+        evidence = page.locator("details.trial-fail table.grades").first
+        assert evidence.is_visible() and EVIDENCE in evidence.inner_text()
 
-    def only_files(route: Any) -> None:
-        if route.request.url.startswith("file:"):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort()
+        def first_column() -> list[str]:
+            return page.locator("#cases tbody tr td:first-child").all_inner_texts()
 
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1200, "height": 900})
-            context.route("**/*", only_files)
-            page = context.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(viewer.page.as_uri())
-            assert page.locator("#totals").is_visible()
-            assert "pass" in page.locator("#totals").inner_text()
-            assert page.locator("#curves svg polyline").count() == 2
-            evidence = page.locator("details.trial-fail table.grades").first
-            assert evidence.is_visible() and EVIDENCE in evidence.inner_text()
-
-            def first_column() -> list[str]:
-                return page.locator("#cases tbody tr td:first-child").all_inner_texts()
-
-            assert first_column() == list(viewer.verdicts)  # both have failures: run order
-            page.locator("#cases th", has_text="suite").click()  # capability < regression
-            assert first_column() == ["refund-4812-copy", "refund-4812"]
-            page.locator("#cases th", has_text="case").click()
-            ascending = first_column()
-            page.locator("#cases th", has_text="case").click()
-            assert ascending == sorted(viewer.verdicts) and first_column() == ascending[::-1]
-            assert page.evaluate("document.body.innerText.length") > 1000
-            shot = page.screenshot(full_page=True)
-            assert errors == [] and blocked == []
-            blank_page = context.new_page()
-            blank_page.set_content("<html><body></body></html>")
-            blank = blank_page.screenshot(full_page=True)
-            # The routing does catch what a page would fetch: a probe is blocked.
-            blank_page.set_content('<img src="http://127.0.0.1:9/probe.png">')
-            assert blocked == ["http://127.0.0.1:9/probe.png"]
-        finally:
-            browser.close()
+        assert first_column() == list(viewer.verdicts)  # both have failures: run order
+        page.locator("#cases th", has_text="suite").click()  # capability < regression
+        assert first_column() == ["refund-4812-copy", "refund-4812"]
+        page.locator("#cases th", has_text="case").click()
+        ascending = first_column()
+        page.locator("#cases th", has_text="case").click()
+        assert ascending == sorted(viewer.verdicts) and first_column() == ascending[::-1]
+        assert page.evaluate("document.body.innerText.length") > 1000
+        shot = page.screenshot(full_page=True)
+        assert errors == [] and blocked == []
+        blank_page = context.new_page()
+        blank_page.set_content("<html><body></body></html>")
+        blank = blank_page.screenshot(full_page=True)
+        # The routing does catch what a page would fetch: a probe is blocked.
+        blank_page.set_content('<img src="http://127.0.0.1:9/probe.png">')
+        assert blocked == ["http://127.0.0.1:9/probe.png"]
     width, height, distinct = png_facts(shot)
     assert width == 1200 and height > 2000 and distinct > 50, (width, height, distinct)
     assert len(shot) > 20 * len(blank) and png_facts(blank)[2] < 10
@@ -289,55 +304,37 @@ def test_a_thousand_trials_render_lazily_and_load_fast(viewer: Viewer, tmp_path:
     size = out.stat().st_size
     assert_self_contained(html)
     assert rendered < 20 and size < 15_000_000, (rendered, size)
-    errors: list[str] = []
-    blocked: list[str] = []
-
-    def only_files(route: Any) -> None:
-        if route.request.url.startswith("file:"):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort()
-
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1200, "height": 900})
-            context.route("**/*", only_files)
-            page = context.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            started = time.monotonic()
-            page.goto(out.as_uri(), wait_until="load")
-            wall = time.monotonic() - started
-            load_ms = page.evaluate(
-                "performance.timing.loadEventEnd - performance.timing.navigationStart"
-            )
-            assert load_ms < 3000, (load_ms, wall)
-            assert page.locator("details.trial").count() == 1000
-            assert page.locator(".step").count() < 50 * 20  # only the eager failing trials
-            # A closed passing trial has no transcript until it is opened.
-            lazy = page.locator("#case-0 ~ details.trial-pass").first
-            assert lazy.locator(".step").count() == 0
-            lazy.locator("summary").click()
-            assert lazy.locator(".step").first.is_visible()
-            assert "final answer" in lazy.inner_text()
-            # So has a failing trial past the eager ones, which keeps its comparison.
-            assert page.locator("details.trial-fail[open]").count() == 50
-            late = page.locator("details.trial-fail").nth(50)
-            assert late.get_attribute("open") is None
-            assert late.locator("table.grades").count() == 0
-            late.locator("summary").click()
-            assert EVIDENCE in late.locator("table.grades").inner_text()
-            assert "first divergence:" in late.inner_text()
-            # Markup in a lazy body's recorded text stays text.
-            summary = page.locator("summary", has_text=re.compile(r"^case-00 trial 1 pass"))
-            summary.click()
-            evil = summary.locator("xpath=..")
-            assert EVIL_PATH in evil.inner_text() and page.title() == "run big"
-            assert errors == [] and blocked == []
-        finally:
-            browser.close()
+    with offline_browser(sync_api) as (context, errors, blocked):
+        page = watched_page(context, errors)
+        started = time.monotonic()
+        page.goto(out.as_uri(), wait_until="load")
+        wall = time.monotonic() - started
+        load_ms = page.evaluate(
+            "performance.timing.loadEventEnd - performance.timing.navigationStart"
+        )
+        assert load_ms < 3000, (load_ms, wall)
+        assert page.locator("details.trial").count() == 1000
+        assert page.locator(".step").count() < 50 * 20  # only the eager failing trials
+        # A closed passing trial has no transcript until it is opened.
+        lazy = page.locator("#case-0 ~ details.trial-pass").first
+        assert lazy.locator(".step").count() == 0
+        lazy.locator("summary").click()
+        assert lazy.locator(".step").first.is_visible()
+        assert "final answer" in lazy.inner_text()
+        # So has a failing trial past the eager ones, which keeps its comparison.
+        assert page.locator("details.trial-fail[open]").count() == 50
+        late = page.locator("details.trial-fail").nth(50)
+        assert late.get_attribute("open") is None
+        assert late.locator("table.grades").count() == 0
+        late.locator("summary").click()
+        assert EVIDENCE in late.locator("table.grades").inner_text()
+        assert "first divergence:" in late.inner_text()
+        # Markup in a lazy body's recorded text stays text.
+        summary = page.locator("summary", has_text=re.compile(r"^case-00 trial 1 pass"))
+        summary.click()
+        evil = summary.locator("xpath=..")
+        assert EVIL_PATH in evil.inner_text() and page.title() == "run big"
+        assert errors == [] and blocked == []
     print(
         f"1000 trials: rendered in {rendered:.2f} s, {size / 1e6:.2f} MB, "
         f"load event after {load_ms} ms ({wall:.2f} s to goto)"
