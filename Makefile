@@ -29,6 +29,7 @@ lint: $(VENV)/.dev
 
 test: $(VENV)/.dev lint
 	$(BIN)/pytest
+	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench

@@ -89,6 +89,9 @@ class Case(BaseModel):
     """State assertions (see replay.graders.Assertion)."""
     scoring: Scoring = Scoring.ALL_PASS
     reference_solution: list[ToolCallSpec] = Field(default_factory=list)
+    """Tool calls that solve the case; `replay check-cases` runs them through the graders."""
+    reference_answer: str | None = None
+    """The final answer that goes with the reference solution."""
     tags: list[str] = Field(default_factory=list)
     path: Path | None = None
     """The file the case was loaded from."""

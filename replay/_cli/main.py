@@ -13,7 +13,7 @@ import click
 
 from recorder import ReplayError, __version__
 
-from . import diff, gate, grade, promote, report, run, show, stub_llm
+from . import check_cases, diff, gate, grade, promote, report, run, show, stub_llm
 
 
 class ExitCode(IntEnum):
@@ -52,6 +52,7 @@ for command in (
     diff.diff,
     gate.gate_command,
     promote.promote_command,
+    check_cases.check_cases,
     stub_llm.stub_llm,
 ):
     cli.add_command(command)

@@ -1,0 +1,37 @@
+"""Checking cases: every case's reference solution must pass its own graders."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._case import Case
+from ._modes import Environment, ToolFactory, TrialResult, sandbox
+
+
+def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
+    """Run the case's reference solution in sandbox mode with no LLM and grade it.
+
+    Returns None when the case has no reference solution.
+    """
+    if not case.reference_solution:
+        return None
+    calls: Sequence[Any] = case.reference_solution
+
+    def reference(instruction: str, env: Environment) -> str:
+        for call in calls:
+            arguments: Mapping[str, Any] = call.args
+            env.call_tool(call.tool, arguments)
+        return case.reference_answer or ""
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # No LLM: the endpoint is never called; the sandbox would refuse any other host.
+        return sandbox(
+            case,
+            reference,
+            tools,
+            Path(tmp) / "reference.cassette",
+            llm_base_url="http://127.0.0.1:9/v1",
+        )
