@@ -13,7 +13,7 @@ import click
 
 from recorder import ReplayError, __version__
 
-from . import check_cases, diff, gate, grade, promote, report, run, show, stub_llm
+from . import check_cases, diff, gate, grade, health, promote, report, run, show, stub_llm
 
 
 class ExitCode(IntEnum):
@@ -53,6 +53,8 @@ for command in (
     gate.gate_command,
     promote.promote_command,
     check_cases.check_cases,
+    health.suite_health_command,
+    health.graduate_command,
     stub_llm.stub_llm,
 ):
     cli.add_command(command)

@@ -1,0 +1,121 @@
+"""Suite health: cases that never pass, saturated capability suites, cases ready to graduate."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recorder import CaseFileError, ConfigError
+
+from ._store import Store
+
+MIN_TRIALS = 10
+"""A case that failed this many graded trials without one pass is flagged."""
+SATURATED = 0.95
+"""A capability suite passing this share of its trials is saturated."""
+GRADUATION_RUNS = 3
+"""A capability case passing every trial of its last this-many runs may graduate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One finding, with its evidence."""
+
+    kind: str
+    """never-passes, saturated or graduate."""
+    subject: str
+    """The case (or suite) it is about."""
+    evidence: str
+
+
+def suite_health(
+    store: Store,
+    runs: list[str] | None = None,
+    *,
+    min_trials: int = MIN_TRIALS,
+    saturated: float = SATURATED,
+) -> list[Flag]:
+    """Read the runs (default: all, oldest first) and flag what needs a person."""
+    names = runs or store.runs()
+    rows: list[dict[str, Any]] = []
+    for order, name in enumerate(names):
+        if store.run(name) is None:
+            raise ConfigError(f"no run {name!r} in {store.path}")
+        rows += [{**t, "order": order} for t in store.trials(name)]
+    graded = [r for r in rows if r["verdict"] in ("pass", "fail")]
+    flags: list[Flag] = []
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for row in graded:
+        by_case.setdefault(row["case_id"], []).append(row)
+    for case_id, trials in sorted(by_case.items()):
+        passes = sum(t["verdict"] == "pass" for t in trials)
+        if passes == 0 and len(trials) >= min_trials:
+            in_runs = ", ".join(dict.fromkeys(names[t["order"]] for t in trials))
+            flags.append(
+                Flag(
+                    "never-passes",
+                    case_id,
+                    f"0 of {len(trials)} trials passed (runs {in_runs}): the task or "
+                    "its grader is probably broken",
+                )
+            )
+        if trials[-1]["suite"] == "capability":
+            recent = sorted({t["order"] for t in trials})[-GRADUATION_RUNS:]
+            last = [t for t in trials if t["order"] in recent]
+            if (
+                len(recent) == GRADUATION_RUNS
+                and len(last) >= 3
+                and all(t["verdict"] == "pass" for t in last)
+            ):
+                flags.append(
+                    Flag(
+                        "graduate",
+                        case_id,
+                        f"pass^3 = 1: {len(last)} of {len(last)} trials passed over the "
+                        f"last {GRADUATION_RUNS} runs ({', '.join(names[o] for o in recent)})",
+                    )
+                )
+    capability = [r for r in graded if r["suite"] == "capability"]
+    if capability:
+        rate = sum(r["verdict"] == "pass" for r in capability) / len(capability)
+        if rate >= saturated:
+            flags.append(
+                Flag(
+                    "saturated",
+                    "capability",
+                    f"{rate:.1%} of {len(capability)} capability trials passed "
+                    f"(>= {saturated:.0%}): time for harder cases",
+                )
+            )
+    return flags
+
+
+_SUITE = re.compile(r"^suite:\s*capability\s*$", re.MULTILINE)
+
+
+def graduate(case_path: Path) -> Path:
+    """Move a capability case into the regression suite; return its (new) path.
+
+    The ``suite:`` line is rewritten in place (comments kept). A case in a
+    directory named ``capability`` moves to the sibling ``regression``
+    directory (same depth: relative fixture paths still resolve).
+
+    Raises:
+        CaseFileError: The case is not in the capability suite.
+    """
+    text = case_path.read_text(encoding="utf-8")
+    if not _SUITE.search(text):
+        raise CaseFileError(
+            "is not a capability case (no `suite: capability` line)", path=case_path
+        )
+    text = _SUITE.sub("suite: regression", text, count=1)
+    target = case_path
+    if case_path.parent.name == "capability":
+        target = case_path.parent.parent / "regression" / case_path.name
+        target.parent.mkdir(exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    if target != case_path:
+        case_path.unlink()
+    return target
