@@ -140,3 +140,14 @@ def value_diff(old: Any, new: Any) -> list[str]:
             else:
                 lines.append(f"{path}: {kind}")
     return sorted(lines)
+
+
+def canonical_numbers(value: Any) -> Any:
+    """Integer-valued floats as ints, so 35 and 35.0 are the same argument."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: canonical_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical_numbers(v) for v in value]
+    return value

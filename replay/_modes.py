@@ -53,7 +53,7 @@ from recorder import (
 )
 
 from ._case import Case
-from ._diff import StateDiff, value_diff
+from ._diff import StateDiff, canonical_numbers, value_diff
 from ._world import Fixture, World
 from .graders import Grade, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
 
@@ -165,19 +165,10 @@ class ReplayedToolError(Exception):
 
 
 def _key(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
-    canonical = json.dumps(_numbers(dict(args)), sort_keys=True, default=str, separators=(",", ":"))
+    canonical = json.dumps(
+        canonical_numbers(dict(args)), sort_keys=True, default=str, separators=(",", ":")
+    )
     return name, canonical
-
-
-def _numbers(value: Any) -> Any:
-    """Integer-valued floats as ints, so 35 and 35.0 are the same argument."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _numbers(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_numbers(v) for v in value]
-    return value
 
 
 def _call_text(name: str, args: Mapping[str, Any]) -> str:

@@ -10,6 +10,7 @@ from recorder import ConfigError
 
 from ._metrics import CaseCounts, CaseMetrics, SuiteMetrics, case_metrics, suite_metrics
 from ._store import Store
+from ._tooluse import ToolUse, run_tool_use
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,7 @@ class CaseReport:
     """Evidence of failed grades, with how many trials showed it, most frequent first."""
     failing_cassette: str | None
     """A cassette of a failing trial, to read first."""
+    tool_use: ToolUse
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,7 @@ class RunReport:
     pins: dict[str, Any]
     cases: list[CaseReport]
     suite: SuiteMetrics
+    tool_use: ToolUse
 
 
 def build_report(store: Store, name: str) -> RunReport:
@@ -51,6 +54,7 @@ def build_report(store: Store, name: str) -> RunReport:
         if grade["verdict"] != "pass":
             for line in grade["evidence"]:
                 evidence.setdefault(grade["case_id"], Counter())[f"{grade['grader']}: {line}"] += 1
+    per_case, overall = run_tool_use(store, name)
     cases = []
     counts = []
     for case_id in dict.fromkeys(t["case_id"] for t in trials):
@@ -67,9 +71,10 @@ def build_report(store: Store, name: str) -> RunReport:
                 case_metrics(count),
                 evidence.get(case_id, Counter()).most_common(),
                 failing,
+                per_case[case_id],
             )
         )
-    return RunReport(name, run["pins"], cases, suite_metrics(counts))
+    return RunReport(name, run["pins"], cases, suite_metrics(counts), overall)
 
 
 def report_json(report: RunReport) -> dict[str, Any]:
@@ -85,6 +90,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "cases_used": {str(k): v for k, v in suite.cases_used.items()},
             "excluded": list(suite.excluded),
             "verdicts": dict(suite.totals),
+            "tool_use": report.tool_use.to_json(),
         },
         "cases": [
             {
@@ -97,6 +103,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "pass_at": {str(k): v for k, v in c.metrics.pass_at.items()},
                 "failures": [{"evidence": e, "trials": n} for e, n in c.failures],
                 "failing_cassette": c.failing_cassette,
+                "tool_use": c.tool_use.to_json(),
             }
             for c in report.cases
         ],

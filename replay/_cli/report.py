@@ -85,6 +85,24 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None
         out.print(f"pass^1 95% interval: {low:.3f} - {high:.3f}")
     totals = ", ".join(f"{v} {n}" for v, n in suite.totals.items() if n)
     out.print(f"trials: {totals}")
+    use = result.tool_use
+    accuracy = [
+        f"{label} {_num(value)}"
+        for label, value in (
+            ("tool selection", use.selection),
+            ("arguments", use.arguments),
+            ("abstention", use.abstention),
+        )
+        if value is not None
+    ]
+    spread = ", ".join(
+        f"{name.replace('_', ' ')} p50 {_num(p50)} p95 {_num(p95)}"
+        for name, (p50, p95) in use.percentiles.items()
+        if p50 is not None
+    )
+    out.print(f"tool use: {', '.join(accuracy) or 'no reference solution'}; loops {use.loops}")
+    if spread:
+        out.print(f"per trial: {spread}")
     for case in result.cases:
         if case.failures:
             out.print(f"\n[bold]{escape(case.case_id)}[/] failed because:")
