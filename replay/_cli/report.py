@@ -96,7 +96,7 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None
         if value is not None
     ]
     spread = ", ".join(
-        f"{name.replace('_', ' ')} p50 {_num(p50)} p95 {_num(p95)}"
+        f"{name.replace('_', ' ')} p50 {_short(p50)} p95 {_short(p95)}"
         for name, (p50, p95) in use.percentiles.items()
         if p50 is not None
     )
@@ -120,3 +120,9 @@ def _write(path: Path, page: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     click.echo(f"wrote {path}")
+
+
+def _short(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
