@@ -19,17 +19,14 @@ The agent contract: ``agent(instruction: str, env: Environment) -> str``
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import json
 import os
 import sqlite3
 import sys
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -40,12 +37,10 @@ from recorder import (
     ConfigError,
     ErrorEvent,
     FixtureError,
-    FixtureUnsupported,
     HttpEvent,
     Pins,
     Playback,
     Tool,
-    ToolEvent,
     llm_call,
     read_cassette,
     record,
@@ -53,7 +48,9 @@ from recorder import (
 )
 
 from ._case import Case
-from ._diff import StateDiff, canonical_numbers, value_diff
+from ._diff import StateDiff
+from ._player import ReplayedToolError, ToolPlayer
+from ._secrets import hidden_secrets
 from ._world import Fixture, World
 from .graders import Grade, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
 
@@ -129,50 +126,6 @@ class TrialResult:
     outcome: Outcome
     trial: Trial
     duration: float
-
-
-class ToolPlayer:
-    """Answers tool calls from a recorded cassette, strictly, in recorded order."""
-
-    def __init__(self, cassette: Cassette) -> None:
-        self._calls = [e for e in cassette.events if isinstance(e, ToolEvent)]
-        self._queue: dict[tuple[str, str], deque[ToolEvent]] = {}
-        for event in self._calls:
-            self._queue.setdefault(_key(event.name, event.args), deque()).append(event)
-        self.misses: list[FixtureUnsupported] = []
-
-    def answer(self, name: str, args: Mapping[str, Any]) -> ToolEvent:
-        """Return the recorded call for (name, args), or raise ``FixtureUnsupported``."""
-        queue = self._queue.get(_key(name, args))
-        if queue:
-            return queue.popleft()
-        miss = FixtureUnsupported(request=_call_text(name, args), nearest=self._nearest(name, args))
-        self.misses.append(miss)
-        raise miss
-
-    def _nearest(self, name: str, args: Mapping[str, Any]) -> str | None:
-        same = [c for c in self._calls if c.name == name] or self._calls
-        if not same:
-            return None
-        best = min(same, key=lambda c: len(value_diff(c.args, dict(args))))
-        changes = value_diff(best.args, dict(args)) if best.name == name else ["a different tool"]
-        changes = changes or ["argument types (e.g. a number given as text)"]
-        return f"{_call_text(best.name, best.args)}, differing in {'; '.join(changes)}"
-
-
-class ReplayedToolError(Exception):
-    """The recorded tool call raised; offline replay raises the same again."""
-
-
-def _key(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
-    canonical = json.dumps(
-        canonical_numbers(dict(args)), sort_keys=True, default=str, separators=(",", ":")
-    )
-    return name, canonical
-
-
-def _call_text(name: str, args: Mapping[str, Any]) -> str:
-    return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
 
 
 def _dispatcher(tools: Sequence[Tool[..., Any]]) -> Callable[[str, Mapping[str, Any]], Any]:
@@ -326,38 +279,6 @@ def offline(
         started,
         prices,
     )
-
-
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-_env_lock = threading.Lock()
-_env_users = 0
-_env_hidden: dict[str, str] = {}
-
-
-@contextlib.contextmanager
-def hidden_secrets(allow: Iterable[str] = ()) -> Iterator[None]:
-    """Hide environment variables named like secrets (*KEY*, *TOKEN*...) while inside.
-
-    Process-wide and reference-counted: concurrent sandbox trials share one
-    hiding, restored when the last one leaves. ``allow`` names stay visible;
-    the first trial's list applies while others join (one run uses one list).
-    """
-    global _env_users
-    allowed = set(allow)
-    with _env_lock:
-        if _env_users == 0:
-            for name in list(os.environ):
-                if name not in allowed and any(w in name.upper() for w in SECRET_WORDS):
-                    _env_hidden[name] = os.environ.pop(name)
-        _env_users += 1
-    try:
-        yield
-    finally:
-        with _env_lock:
-            _env_users -= 1
-            if _env_users == 0:
-                os.environ.update(_env_hidden)
-                _env_hidden.clear()
 
 
 def recorded_base_url(cassette: Cassette) -> str | None:
