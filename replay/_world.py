@@ -134,13 +134,6 @@ class Fixture:
             conn.close()
             raise FixtureError(f"cannot build the world ({exc})", path=path) from None
 
-    @classmethod
-    def from_connection(cls, conn: sqlite3.Connection, source: str = "<connection>") -> Fixture:
-        """Build a fixture from a copy of an open database."""
-        copy = sqlite3.connect(":memory:", check_same_thread=False)
-        conn.backup(copy)
-        return cls(copy, source)
-
     def open(self) -> World:
         """Return a fresh world for one trial (costs the fixture's size, once)."""
         conn = sqlite3.connect(
