@@ -16,6 +16,8 @@ assert:
 scoring: all_pass            # or weighted, hybrid
 reference_solution:
   - {tool: issue_refund, args: {order_id: 4812, amount: 35.0, reason: customer request}}
+rubric:                      # judged by an LLM (replay run --judge-url), one call per dimension
+  - {name: tone, criteria: The answer is polite and says how much was refunded.}
 tags: [refunds, critical]
 ```
 """
@@ -32,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
 from ._world import Fixture
-from .graders import Assertion, SqliteWorld
+from .graders import Assertion, Dimension, SqliteWorld
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
 
@@ -65,6 +67,17 @@ class ToolCallSpec(BaseModel):
     """Arguments by parameter name."""
 
 
+class RubricDimension(BaseModel):
+    """One dimension an LLM judge grades (semantics only: the state is the state grader's)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    name: str = Field(min_length=1, pattern=r"^[\w.-]+$")
+    """Short name (letters, digits, ``_.-``); grades are named ``judge:<name>``."""
+    criteria: str = Field(min_length=1)
+    """What the judge checks, in plain words."""
+
+
 class Case(BaseModel):
     """A case as written in its file, paths resolved against the file."""
 
@@ -92,6 +105,8 @@ class Case(BaseModel):
     """Tool calls that solve the case; `replay check-cases` runs them through the graders."""
     reference_answer: str | None = None
     """The final answer that goes with the reference solution."""
+    rubric: list[RubricDimension] = Field(default_factory=list)
+    """Dimensions an LLM judge grades, one call each."""
     tags: list[str] = Field(default_factory=list)
     path: Path | None = None
     """The file the case was loaded from."""
@@ -102,6 +117,18 @@ class Case(BaseModel):
         if value.suffix.lower() not in FIXTURE_SUFFIXES:
             raise ValueError(f"must end in one of {', '.join(FIXTURE_SUFFIXES)}")
         return value
+
+    @field_validator("rubric")
+    @classmethod
+    def _unique_dimensions(cls, value: list[RubricDimension]) -> list[RubricDimension]:
+        names = [d.name for d in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"dimension names must be unique (got {', '.join(names)})")
+        return value
+
+    def dimensions(self) -> list[Dimension]:
+        """The rubric, as the judge takes it."""
+        return [Dimension(d.name, d.criteria) for d in self.rubric]
 
     def parsed_assertions(self) -> list[Assertion]:
         """Return the assertions, parsed (they were checked when the case was loaded)."""

@@ -52,7 +52,7 @@ from ._diff import StateDiff
 from ._player import ReplayedToolError, ToolPlayer
 from ._secrets import hidden_secrets
 from ._world import Fixture, World
-from .graders import Grade, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
+from .graders import Grade, Judge, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
 
 Mode = Literal["review", "offline", "sandbox"]
 ToolFactory = Callable[[sqlite3.Connection], Sequence[Tool[..., Any]]]
@@ -172,8 +172,15 @@ def review(
     index: int = 0,
     prices: Prices | None = None,
     world: World | None = None,
+    judge: Judge | None = None,
+    judge_out: Path | None = None,
 ) -> TrialResult:
-    """Grade a recorded trial again: nothing runs."""
+    """Grade a recorded trial again: nothing runs.
+
+    With a ``judge``, the case's rubric is judged and the judge's calls are
+    recorded into ``judge_out`` (required then: the recorded cassette's
+    folder is left alone).
+    """
     started = time.perf_counter()
     cassette = read_cassette(cassette_path)
     summary = cassette.summary()
@@ -193,7 +200,11 @@ def review(
     delta = summary.state_diff or {}
     world.apply(delta)
     diff = StateDiff.from_delta(delta)
-    return _graded(case, index, "review", cassette, world, diff, (), started, prices)
+    if judge is not None and judge_out is None:
+        raise ConfigError("review with a judge needs judge_out (where to record its calls)")
+    return _graded(
+        case, index, "review", cassette, world, diff, (), started, prices, judge, judge_out
+    )
 
 
 def sandbox(
@@ -210,11 +221,13 @@ def sandbox(
     allow_env: Iterable[str] = (),
     prices: Prices | None = None,
     world: World | None = None,
+    judge: Judge | None = None,
 ) -> TrialResult:
     """Run the agent against a fresh world with real tools; record and grade the trial.
 
     Environment variables named like secrets are hidden from the agent unless
-    listed in ``allow_env``.
+    listed in ``allow_env``. With a ``judge``, the case's rubric is judged; its
+    calls are recorded beside ``out`` (``<name>.judge.cassette``).
     """
     started = time.perf_counter()
     world = _world_for(case, world)
@@ -234,7 +247,7 @@ def sandbox(
         cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
     misses = tuple(dict.fromkeys(str(m) for m in source.misses)) if source else ()
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
-    return _graded(case, index, "sandbox", cassette, world, diff, misses, started, prices)
+    return _graded(case, index, "sandbox", cassette, world, diff, misses, started, prices, judge)
 
 
 def offline(
@@ -251,6 +264,7 @@ def offline(
     settings: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
     world: World | None = None,
+    judge: Judge | None = None,
 ) -> TrialResult:
     """Run the agent with every tool call answered from ``recorded``; record and grade."""
     started = time.perf_counter()
@@ -278,6 +292,7 @@ def offline(
         tuple(dict.fromkeys(str(m) for m in misses)),
         started,
         prices,
+        judge,
     )
 
 
@@ -344,11 +359,16 @@ def _graded(
     misses: tuple[str, ...],
     started: float,
     prices: Prices | None = None,
+    judge: Judge | None = None,
+    judge_out: Path | None = None,
 ) -> TrialResult:
     summary = cassette.summary()
     cost = trial_cost(cassette, prices)
     trial = Trial(case, cassette, diff, SqliteWorld(world.conn), summary.final_answer, misses, cost)
     grades = run_graders(trial, ["replay", "rule", "state"])
+    if judge is not None and case.rubric and summary.status != "error":
+        out = judge_out or cassette.path.with_name(f"{cassette.path.stem}.judge.cassette")
+        grades += judge.grade(trial, case.dimensions(), out)
     outcome = combine(grades, case.scoring.value)
     if summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
         errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]

@@ -20,11 +20,12 @@ from typing import Any, Literal
 
 from recorder import ConfigError, __version__, read_cassette
 
+from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
 from ._case import Case, load_case
 from ._modes import Mode, TrialResult, load_callable, load_fixture, offline, review, sandbox
 from ._store import Store
 from ._world import World
-from .graders import Verdict
+from .graders import Judge, Verdict
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,16 @@ class RunSpec:
     """Environment variables named like secrets the agent may still see (sandbox)."""
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     """USD per million input and output tokens, by model: for costs and max_cost."""
+    judge_url: str | None = None
+    """OpenAI-compatible endpoint of the LLM judge that grades the cases' rubrics."""
+    judge_model: str | None = None
+    judge_timeout: float = 60.0
+    judge_min_labels: int = MIN_LABELS
+    """Human labels a judge needs before its grades count (0: they count at once)."""
+    judge_min_agreement: float = MIN_AGREEMENT
+    """Agreement with those labels a judge must exceed before its grades count."""
+    no_judge: bool = False
+    """Skip rubric grading even where cases have a rubric."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +79,12 @@ def recorded_cassettes(directory: Path) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     for path in sorted(directory.glob("*.cassette")):
         try:
-            case_id = read_cassette(path).header.case_id
+            header = read_cassette(path).header
         except Exception:  # a foreign or damaged file in the folder belongs to no case
             continue
+        if header.pins.user.get("role") == "judge":  # a judge's calls, not a trial
+            continue
+        case_id = header.case_id
         if case_id is not None:
             found.setdefault(case_id, []).append(path)
     return found
@@ -106,6 +120,7 @@ def execute(
             f"{spec.mode} with a live LLM needs --llm-url (the endpoint the agent uses)"
         )
     jobs = _jobs(spec, cases)
+    judge = _judge(spec, cases, store)
     agent = tools = None
     if spec.mode != "review":
         if not spec.agent or not spec.tools:
@@ -124,7 +139,7 @@ def execute(
         on_trial(None, 0, len(todo))
     pool = ThreadPoolExecutor(max_workers=max(1, spec.concurrency))
     try:
-        futures = {pool.submit(_trial, spec, job, agent, tools, out) for job in todo}
+        futures = {pool.submit(_trial, spec, job, agent, tools, out, judge) for job in todo}
         for count, future in enumerate(as_completed(futures), 1):
             futures.discard(future)  # let the finished trial (and its world view) go
             row, grades = _rows(future.result())
@@ -137,6 +152,27 @@ def execute(
         raise
     pool.shutdown(wait=True)
     store.finish_run(spec.name)
+
+
+def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
+    if spec.no_judge:
+        return None
+    judged = [c.id for c in cases if c.rubric]
+    if not spec.judge_url:
+        if judged:
+            raise ConfigError(
+                f"case {', '.join(judged)} has a rubric: give --judge-url URL --judge-model "
+                "MODEL (an OpenAI-compatible endpoint), or --no-judge to skip rubric grading"
+            )
+        return None
+    if not spec.judge_model:
+        raise ConfigError("--judge-url needs --judge-model (the judge model to ask for)")
+    return Judge(
+        spec.judge_url,
+        spec.judge_model,
+        timeout=spec.judge_timeout,
+        calibrated=calibrated_judges(store, spec.judge_min_labels, spec.judge_min_agreement),
+    )
 
 
 def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
@@ -171,7 +207,9 @@ def _thread_world(job: _Job) -> World | None:
     return worlds[key]
 
 
-def _trial(spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path) -> TrialResult | _Failed:
+def _trial(
+    spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path, judge: Judge | None
+) -> TrialResult | _Failed:
     path = out / f"{job.case.id}-{job.index}.cassette"
     prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
     common: dict[str, Any] = {
@@ -180,11 +218,15 @@ def _trial(spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path) -> Trial
         "model": spec.model,
         "settings": spec.settings,
         "prices": prices,
+        "judge": judge,
     }
     try:
         if spec.mode == "review":
             assert job.recorded is not None
-            return review(job.case, job.recorded, job.index, prices, common["world"])
+            judge_out = path.with_name(f"{path.stem}.judge.cassette")
+            return review(
+                job.case, job.recorded, job.index, prices, common["world"], judge, judge_out
+            )
         if spec.mode == "offline":
             assert job.recorded is not None
             return offline(
@@ -255,6 +297,8 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
             "score": g.score,
             "veto": int(g.veto),
             "evidence": json.dumps(list(g.evidence)),
+            "advisory": int(g.advisory),
+            "meta": json.dumps(dict(g.meta)) if g.meta else None,
         }
         for g in result.outcome.grades
     ]
@@ -270,5 +314,8 @@ def _pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
         "llm": spec.llm,
         "settings": spec.settings,
         "grader_version": __version__,
+        "judge": {"model": spec.judge_model, "timeout": spec.judge_timeout}
+        if spec.judge_url and not spec.no_judge
+        else None,
         "fixtures": {c.id: load_fixture(c.fixture).hash for c in cases},
     }

@@ -46,6 +46,8 @@ class Store:
             raise ConfigError(f"{self.path} is not a results store ({exc})") from None
         if "runs" not in tables:
             self._create()
+        elif "labels" not in tables or "meta" not in self.db["grades"].columns_dict:
+            self._upgrade()
 
     def _create(self) -> None:
         self.db["runs"].create(  # type: ignore[union-attr]
@@ -83,12 +85,38 @@ class Store:
                 "score": float,
                 "veto": int,
                 "evidence": str,
+                "advisory": int,
+                "meta": str,
             },
             if_not_exists=True,
         )
         self.db["grades"].create_index(  # type: ignore[union-attr]
             ["run", "case_id", "idx"], if_not_exists=True
         )
+        self._create_labels()
+
+    def _create_labels(self) -> None:
+        self.db["labels"].create(  # type: ignore[union-attr]
+            {
+                "run": str,
+                "case_id": str,
+                "idx": int,
+                "dimension": str,
+                "verdict": str,
+                "note": str,
+                "labeled": str,
+            },
+            pk=("run", "case_id", "idx", "dimension"),
+            if_not_exists=True,
+        )
+
+    def _upgrade(self) -> None:
+        """Bring a store written by an earlier version up to date (columns are only added)."""
+        grades = self.db["grades"]
+        for column, kind in (("advisory", int), ("meta", str)):
+            if column not in grades.columns_dict:
+                grades.add_column(column, kind)  # type: ignore[union-attr]
+        self._create_labels()
 
     def start_run(self, name: str, spec: dict[str, Any], pins: dict[str, Any]) -> None:
         """Record a new run; refuses a name already used (resume it instead)."""
@@ -133,8 +161,8 @@ class Store:
             )
             conn.execute("DELETE FROM grades WHERE run = ? AND case_id = ? AND idx = ?", key)
             conn.executemany(
-                "INSERT INTO grades (run, case_id, idx, grader, verdict, score, veto, evidence) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO grades (run, case_id, idx, grader, verdict, score, veto, evidence, "
+                "advisory, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         *key,
@@ -143,6 +171,8 @@ class Store:
                         g.get("score"),
                         g.get("veto", 0),
                         g["evidence"],
+                        g.get("advisory", 0),
+                        g.get("meta"),
                     )
                     for g in grades
                 ],
@@ -156,7 +186,49 @@ class Store:
         """A run's trials, ordered by case and index."""
         return list(self.db["trials"].rows_where("run = ?", [name], order_by="case_id, idx"))
 
-    def grades(self, name: str) -> list[dict[str, Any]]:
-        """A run's grades (evidence decoded)."""
-        rows = self.db["grades"].rows_where("run = ?", [name], order_by="case_id, idx, rowid")
-        return [{**r, "evidence": json.loads(r["evidence"] or "[]")} for r in rows]
+    def grades(self, name: str | None = None) -> list[dict[str, Any]]:
+        """A run's grades, or every run's (evidence and meta decoded)."""
+        where, args = ("run = ?", [name]) if name is not None else (None, [])
+        rows = self.db["grades"].rows_where(where, args, order_by="run, case_id, idx, rowid")
+        return [
+            {
+                **r,
+                "evidence": json.loads(r["evidence"] or "[]"),
+                "meta": json.loads(r["meta"] or "{}"),
+            }
+            for r in rows
+        ]
+
+    def add_label(
+        self, name: str, case_id: str, idx: int, verdict: str, note: str = "", dimension: str = ""
+    ) -> None:
+        """Store a human verdict beside a trial (for one judged dimension, or ``""``: all).
+
+        Raises:
+            ConfigError: The run has no such trial.
+        """
+        if not any(
+            self.db["trials"].rows_where(
+                "run = ? AND case_id = ? AND idx = ?", [name, case_id, idx], limit=1
+            )
+        ):
+            raise ConfigError(
+                f"run {name!r} has no trial {case_id}#{idx}; see `replay report {name}`"
+            )
+        self.db["labels"].upsert(  # type: ignore[union-attr]
+            {
+                "run": name,
+                "case_id": case_id,
+                "idx": idx,
+                "dimension": dimension,
+                "verdict": verdict,
+                "note": note,
+                "labeled": _now(),
+            },
+            pk=("run", "case_id", "idx", "dimension"),
+        )
+
+    def labels(self, name: str | None = None) -> list[dict[str, Any]]:
+        """A run's human labels, or every run's."""
+        where, args = ("run = ?", [name]) if name is not None else (None, [])
+        return list(self.db["labels"].rows_where(where, args, order_by="run, case_id, idx"))

@@ -10,20 +10,33 @@ import itertools
 import json
 import logging
 import math
-import os
 import random
 import re
 import socket
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal, Protocol
+from typing import Any
+
+from ._stub_policies import (
+    DEFAULT_FINAL,
+    ChatRequest,
+    EchoPolicy,
+    Fail,
+    JudgePolicy,
+    Policy,
+    Reply,
+    ScriptedPolicy,
+    ToolCall,
+)
 
 __all__ = [
     "ChatRequest",
     "EchoPolicy",
+    "Fail",
+    "JudgePolicy",
     "Policy",
     "Reply",
     "ScriptedPolicy",
@@ -34,214 +47,12 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_DEFAULT_FINAL = "Done."
 _OPENAI_PATH = "/v1/chat/completions"
 _ANTHROPIC_PATH = "/v1/messages"
 _ARGUMENT_PIECES = 3
 _MAX_LINE = 65_537
 # How often the accept loop checks for stop(); bounds how long stop() takes.
 _POLL_INTERVAL = 0.02
-
-
-# --------------------------------------------------------------------------- data model
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call the stub model makes.
-
-    Attributes:
-        name: Name of the tool to call.
-        arguments: JSON-serialisable arguments for the tool.
-    """
-
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """One assistant turn: some text, some tool calls, or both.
-
-    Attributes:
-        content: Text of the reply, or None for a tool-call-only reply.
-        tool_calls: Tool calls made by the reply, in order.
-    """
-
-    content: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRequest:
-    """A chat request normalized to the same shape for both APIs.
-
-    Attributes:
-        model: Model name sent by the client.
-        messages: OpenAI-style messages. Every message has the keys ``role`` (``"system"``,
-            ``"user"``, ``"assistant"`` or ``"tool"``), ``content`` (always a string),
-            ``tool_calls`` (a list of ``{"id", "type": "function", "function": {"name",
-            "arguments"}}`` dicts with ``arguments`` a JSON string; empty unless the message
-            is an assistant's) and ``tool_call_id`` (a string for tool messages, else None).
-            An Anthropic ``system`` prompt becomes a leading system message, and each
-            ``tool_result`` block becomes its own tool message.
-        tools: Names of the tools the client offered.
-        api: Which endpoint the request came in on.
-    """
-
-    model: str
-    messages: list[dict[str, Any]]
-    tools: list[str]
-    api: Literal["openai", "anthropic"]
-
-
-class Policy(Protocol):
-    """Decides the stub model's reply to a request; shared by both endpoints."""
-
-    def __call__(self, request: ChatRequest) -> Reply:
-        """Return the reply to ``request``.
-
-        Args:
-            request: The normalized request.
-
-        Returns:
-            The assistant's reply.
-        """
-        ...
-
-
-def _assistant_turns(messages: Sequence[dict[str, Any]]) -> int:
-    return sum(1 for message in messages if message.get("role") == "assistant")
-
-
-class ScriptedPolicy:
-    """Plays a fixed script of replies, one per assistant turn.
-
-    The turn used is the number of assistant messages already in the request's
-    conversation, so the policy is stateless: any number of conversations may run
-    concurrently against one server, and retrying a request gives the same reply.
-    Once the script is exhausted every reply is the text ``final``.
-
-    Attributes:
-        turns: The scripted replies, in order.
-        final: Text answered once the script is exhausted.
-    """
-
-    def __init__(self, turns: Sequence[Reply], final: str = _DEFAULT_FINAL) -> None:
-        """Create a scripted policy.
-
-        Args:
-            turns: The scripted replies, in order.
-            final: Text answered once the script is exhausted.
-
-        Raises:
-            TypeError: If a turn is not a `Reply`.
-        """
-        for turn in turns:
-            if not isinstance(turn, Reply):
-                raise TypeError(f"turns must be Reply objects, got {type(turn).__name__}")
-        self.turns: tuple[Reply, ...] = tuple(turns)
-        self.final = final
-
-    def __repr__(self) -> str:
-        return f"ScriptedPolicy(turns={self.turns!r}, final={self.final!r})"
-
-    def __call__(self, request: ChatRequest) -> Reply:
-        """Return the scripted reply for the conversation's current turn.
-
-        Args:
-            request: The normalized request.
-
-        Returns:
-            The reply for this turn, or ``final`` once the script is exhausted.
-        """
-        turn = _assistant_turns(request.messages)
-        if turn < len(self.turns):
-            return self.turns[turn]
-        return Reply(content=self.final)
-
-    @classmethod
-    def from_json(cls, path: str | os.PathLike[str]) -> ScriptedPolicy:
-        """Load a script from a JSON file.
-
-        The file holds ``{"turns": [...], "final": "..."}`` where each turn is
-        ``{"content": "..."}``, ``{"tool_calls": [{"name": ..., "arguments": {...}}]}`` or
-        both; ``final`` is optional.
-
-        Args:
-            path: Path of the JSON file.
-
-        Returns:
-            The scripted policy.
-
-        Raises:
-            ValueError: If the file is not a valid script.
-        """
-        with open(path, encoding="utf-8") as handle:
-            try:
-                data = json.load(handle)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{os.fspath(path)}: not valid JSON: {exc}") from exc
-        where = os.fspath(path)
-        if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
-            raise ValueError(f"{where}: expected an object with a 'turns' list")
-        final = data.get("final", _DEFAULT_FINAL)
-        if not isinstance(final, str):
-            raise ValueError(f"{where}: 'final' must be a string")
-        turns = [
-            _reply_from_json(turn, f"{where}: turns[{i}]") for i, turn in enumerate(data["turns"])
-        ]
-        return cls(turns, final=final)
-
-
-def _reply_from_json(data: Any, where: str) -> Reply:
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected an object")
-    unknown = set(data) - {"content", "tool_calls"}
-    if unknown:
-        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
-    content = data.get("content")
-    if content is not None and not isinstance(content, str):
-        raise ValueError(f"{where}: 'content' must be a string")
-    raw_calls = data.get("tool_calls", [])
-    if not isinstance(raw_calls, list):
-        raise ValueError(f"{where}: 'tool_calls' must be a list")
-    calls: list[ToolCall] = []
-    for j, call in enumerate(raw_calls):
-        if (
-            not isinstance(call, dict)
-            or not isinstance(call.get("name"), str)
-            or not isinstance(call.get("arguments", {}), dict)
-        ):
-            raise ValueError(
-                f"{where}: tool_calls[{j}] must be {{'name': str, 'arguments': object}}"
-            )
-        calls.append(ToolCall(name=call["name"], arguments=dict(call.get("arguments", {}))))
-    if content is None and not calls:
-        raise ValueError(f"{where}: a turn needs 'content' or 'tool_calls'")
-    return Reply(content=content, tool_calls=tuple(calls))
-
-
-class EchoPolicy:
-    """Answers ``"echo: <last user message>"``."""
-
-    def __repr__(self) -> str:
-        return "EchoPolicy()"
-
-    def __call__(self, request: ChatRequest) -> Reply:
-        """Echo the last user message.
-
-        Args:
-            request: The normalized request.
-
-        Returns:
-            A text reply echoing the last user message (empty if there is none).
-        """
-        last = next(
-            (m["content"] for m in reversed(request.messages) if m["role"] == "user"),
-            "",
-        )
-        return Reply(content=f"echo: {last}")
 
 
 # --------------------------------------------------------------------------- normalization
@@ -700,6 +511,11 @@ class _Handler(BaseHTTPRequestHandler):
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         try:
             answer = stub._answer(request)
+            if isinstance(answer, Fail):
+                stub._wait(answer.delay)
+                self._send_json(answer.status, _error_body(answer.message, "stub_failure"))
+                return
+            stub._wait(answer.reply.delay)
             # Render fully before sending anything, so a bad reply is a clean 500.
             if path == _OPENAI_PATH:
                 events = list(_openai_stream(answer, include_usage)) if stream else None
@@ -827,6 +643,7 @@ class StubLLM:
         self._requests: list[dict[str, Any]] = []
         self._connections: set[socket.socket] = set()
         self._closing = False
+        self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -852,6 +669,7 @@ class StubLLM:
         server = _Server((self._host, self._port), _Handler)
         server.stub = self
         self._closing = False
+        self._stopping.clear()
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -869,6 +687,7 @@ class StubLLM:
         server, thread = self._server, self._thread
         if server is None:
             return
+        self._stopping.set()
         server.shutdown()
         with self._lock:
             self._closing = True
@@ -931,12 +750,14 @@ class StubLLM:
         with self._lock:
             self._requests.append(body)
 
-    def _answer(self, request: ChatRequest) -> _Answer:
+    def _answer(self, request: ChatRequest) -> _Answer | Fail:
         with self._lock:
             flaky = self._rng.random() < self.flake_rate
         reply = self._flaky_reply(request) if flaky else self.policy(request)
+        if isinstance(reply, Fail):
+            return reply
         if not isinstance(reply, Reply):
-            raise TypeError(f"policy returned {type(reply).__name__}, expected Reply")
+            raise TypeError(f"policy returned {type(reply).__name__}, expected Reply or Fail")
         openai = request.api == "openai"
         with self._lock:
             response_id = ("chatcmpl-stub-{}" if openai else "msg_stub_{}").format(
@@ -948,11 +769,16 @@ class StubLLM:
             )
         return _Answer(request, reply, response_id, call_ids)
 
-    def _flaky_reply(self, request: ChatRequest) -> Reply:
+    def _wait(self, seconds: float) -> None:
+        """Sleep ``seconds``, waking early when the server stops."""
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _flaky_reply(self, request: ChatRequest) -> Reply | Fail:
         assistant_at = [i for i, m in enumerate(request.messages) if m["role"] == "assistant"]
         if not assistant_at:
             final = getattr(self.policy, "final", None)
-            return Reply(content=final if isinstance(final, str) else _DEFAULT_FINAL)
+            return Reply(content=final if isinstance(final, str) else DEFAULT_FINAL)
         previous = replace(request, messages=request.messages[: assistant_at[-1]])
         return self.policy(previous)
 

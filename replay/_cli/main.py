@@ -13,7 +13,19 @@ import click
 
 from recorder import ReplayError, __version__
 
-from . import check_cases, diff, gate, grade, health, promote, report, run, show, stub_llm
+from . import (
+    check_cases,
+    diff,
+    gate,
+    grade,
+    health,
+    judge,
+    promote,
+    report,
+    run,
+    show,
+    stub_llm,
+)
 
 
 class ExitCode(IntEnum):
@@ -55,6 +67,8 @@ for command in (
     check_cases.check_cases,
     health.suite_health_command,
     health.graduate_command,
+    judge.label,
+    judge.judge_agreement,
     stub_llm.stub_llm,
 ):
     cli.add_command(command)

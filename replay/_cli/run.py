@@ -11,6 +11,7 @@ from rich.progress import Progress
 
 from recorder import ConfigError
 
+from .._calibration import MIN_AGREEMENT, MIN_LABELS
 from .._runner import RunSpec, execute
 from .._store import DEFAULT_PATH, Store
 
@@ -87,6 +88,29 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     multiple=True,
     help="Let the sandboxed agent see this secret-like environment variable (repeatable).",
 )
+@click.option("--judge-url", help="OpenAI-compatible base URL of the LLM judge (rubrics).")
+@click.option("--judge-model", help="Model id of the LLM judge.")
+@click.option(
+    "--judge-timeout",
+    default=60.0,
+    show_default=True,
+    help="Seconds before a judge call is unknown.",
+)
+@click.option(
+    "--judge-min-labels",
+    default=MIN_LABELS,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Human labels a judge needs before its grades count (0: they count at once).",
+)
+@click.option(
+    "--judge-min-agreement",
+    default=MIN_AGREEMENT,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Agreement with human labels a judge must exceed before its grades count.",
+)
+@click.option("--no-judge", is_flag=True, help="Skip rubric grading.")
 def run(
     cases: tuple[Path, ...],
     name: str,
@@ -104,6 +128,12 @@ def run(
     resume: bool,
     allow_env: tuple[str, ...],
     prices: tuple[str, ...],
+    judge_url: str | None,
+    judge_model: str | None,
+    judge_timeout: float,
+    judge_min_labels: int,
+    judge_min_agreement: float,
+    no_judge: bool,
 ) -> None:
     """Run CASES (case files) in one mode and store every trial and grade.
 
@@ -112,6 +142,10 @@ def run(
     fresh world, where HTTP may reach only the LLM's host and environment
     variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*) are
     hidden unless allowed. Resume an interrupted run with --resume --run NAME.
+
+    Cases with a rubric are judged by the LLM at --judge-url; a judge's grades
+    are advisory until it agrees with human labels (`replay label`,
+    `replay judge-agreement`).
     """
     results = Store(store)
     if resume:
@@ -147,6 +181,12 @@ def run(
             concurrency=concurrency,
             allow_env=list(allow_env),
             prices=_prices(prices),
+            judge_url=judge_url,
+            judge_model=judge_model,
+            judge_timeout=judge_timeout,
+            judge_min_labels=judge_min_labels,
+            judge_min_agreement=judge_min_agreement,
+            no_judge=no_judge,
         )
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)

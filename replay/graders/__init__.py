@@ -2,7 +2,8 @@
 
 Users extend this package: write a function ``Trial -> Grade`` and register
 it with ``@grader("name")``, as the built-ins ``rule``, ``state`` and
-``replay`` are. ``combine`` turns a trial's grades into its verdict.
+``replay`` are. ``Judge`` grades a case's rubric with an LLM. ``combine``
+turns a trial's grades into its verdict.
 """
 
 from . import _builtin  # noqa: F401  (registers the built-in graders)
@@ -19,6 +20,7 @@ from ._core import (
     run_graders,
 )
 from ._expr import Approx, Assertion, Check, Context, SqliteWorld, WorldView
+from ._judge import Dimension, Judge
 
 __all__ = [
     "PASS_SCORE",
@@ -27,8 +29,10 @@ __all__ = [
     "Assertion",
     "Check",
     "Context",
+    "Dimension",
     "Grade",
     "Grader",
+    "Judge",
     "Outcome",
     "SqliteWorld",
     "Trial",

@@ -47,6 +47,10 @@ class Grade:
     """Partial credit in [0, 1], when the grader gives one."""
     veto: bool = False
     """A hard failure: fails the trial whatever the other grades (hybrid scoring too)."""
+    advisory: bool = False
+    """Shown and stored but left out of the trial's verdict (an uncalibrated judge)."""
+    meta: Mapping[str, Any] | None = None
+    """What produced the grade, stored with it (a judge's model, settings, rubric hash)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +133,10 @@ class Outcome:
     def evidence(self) -> list[str]:
         """Evidence of the grades that did not pass."""
         return [
-            f"{g.grader}: {e}" for g in self.grades if g.verdict != Verdict.PASS for e in g.evidence
+            f"{g.grader}{' (advisory)' if g.advisory else ''}: {e}"
+            for g in self.grades
+            if g.verdict != Verdict.PASS
+            for e in g.evidence
         ]
 
 
@@ -144,18 +151,19 @@ def combine(
     - ``hybrid``: the rule grader's grades are gates that must pass; the
       others are weighted.
 
-    Whatever the scoring: a vetoing grade that fails fails the trial;
+    Advisory grades are left out. Whatever the scoring: a vetoing grade that fails fails the trial;
     ``unsupported`` and ``error`` grades make the trial ``unsupported`` /
     ``error`` (kept out of pass rates); ``unknown`` grades make it
     ``unknown`` unless something failed outright.
     """
     if scoring not in ("all_pass", "weighted", "hybrid"):
         raise ValueError(f"unknown scoring {scoring!r}; use all_pass, weighted or hybrid")
-    grades = tuple(grades)
+    every = tuple(grades)
+    grades = tuple(g for g in every if not g.advisory)
     verdicts = {g.verdict for g in grades}
     for special in (Verdict.UNSUPPORTED, Verdict.ERROR):
         if special in verdicts:
-            return Outcome(special, None, grades)
+            return Outcome(special, None, every)
     gates = [g for g in grades if scoring == "hybrid" and g.grader == "rule"]
     scored = [g for g in grades if g not in gates]
     weights = weights or {}
@@ -169,7 +177,7 @@ def combine(
         verdict = Verdict.PASS if (score or 0.0) >= PASS_SCORE else Verdict.FAIL
     if verdict == Verdict.PASS and Verdict.UNKNOWN in verdicts:
         verdict = Verdict.UNKNOWN
-    return Outcome(verdict, score, grades)
+    return Outcome(verdict, score, every)
 
 
 def _score(grade: Grade) -> float:

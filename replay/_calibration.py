@@ -1,0 +1,160 @@
+"""How far a judge agrees with humans: agreement, Cohen's kappa, and when it may gate.
+
+A human label is stored beside a trial (``replay label``), for one judged
+dimension or for the whole trial (it then stands for every dimension). Each
+judge grade of ``pass``/``fail`` with a label is one pair; ``unknown`` judge
+grades are counted apart (the unknown rate) and listed for review.
+
+A judge (its model and a dimension's rubric hash, which covers the judge
+prompt and the criteria) is *calibrated* when, over every run in the store,
+it has at least ``min_labels`` pairs and agrees on more than
+``min_agreement`` of them. Only a calibrated judge's grades count toward a
+trial's verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ._store import Store
+
+MIN_LABELS = 20
+"""Pairs a judge needs before it may gate (``--judge-min-labels``)."""
+MIN_AGREEMENT = 0.8
+"""Agreement a judge must exceed before it may gate (``--judge-min-agreement``)."""
+
+JudgeKey = tuple[str, str]
+"""(judge model, rubric hash)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """A judge's record on one dimension against human labels."""
+
+    dimension: str
+    model: str
+    rubric_hash: str
+    judged: int
+    """Judge grades given (any verdict)."""
+    unknown: int
+    """Of which ``unknown``."""
+    pairs: tuple[tuple[str, str], ...]
+    """(judge, human) verdicts where both said pass or fail."""
+
+    @property
+    def labels(self) -> int:
+        """How many judge verdicts have a human label to compare with."""
+        return len(self.pairs)
+
+    @property
+    def agreement(self) -> float | None:
+        """Share of pairs where judge and human agree (None without pairs)."""
+        if not self.pairs:
+            return None
+        return sum(j == h for j, h in self.pairs) / len(self.pairs)
+
+    @property
+    def kappa(self) -> float | None:
+        """Cohen's kappa of the pairs; None when chance agreement is total (one class only)."""
+        return cohen_kappa(self.pairs)
+
+    @property
+    def unknown_rate(self) -> float | None:
+        """Share of the judge's grades that were ``unknown``."""
+        return self.unknown / self.judged if self.judged else None
+
+    def calibrated(
+        self, min_labels: int = MIN_LABELS, min_agreement: float = MIN_AGREEMENT
+    ) -> bool:
+        """Whether this record lets the judge gate (``min_labels == 0``: trusted as is)."""
+        if min_labels <= 0:
+            return True
+        agreement = self.agreement
+        return self.labels >= min_labels and agreement is not None and agreement > min_agreement
+
+
+def cohen_kappa(pairs: Iterable[tuple[str, str]]) -> float | None:
+    """Cohen's kappa for two raters: (p_o - p_e) / (1 - p_e)."""
+    pairs = list(pairs)
+    if not pairs:
+        return None
+    n = len(pairs)
+    classes = {v for pair in pairs for v in pair}
+    observed = sum(a == b for a, b in pairs) / n
+    expected = sum(
+        (sum(a == c for a, _ in pairs) / n) * (sum(b == c for _, b in pairs) / n) for c in classes
+    )
+    if expected == 1.0:
+        return None
+    return (observed - expected) / (1.0 - expected)
+
+
+def agreements(store: Store, run: str | None = None) -> list[Agreement]:
+    """Each judge's record per dimension, over one run or (None) every run in the store."""
+    labels: dict[tuple[str, str, int], dict[str, str]] = {}
+    for label in store.labels(run):
+        key = (label["run"], label["case_id"], label["idx"])
+        labels.setdefault(key, {})[label["dimension"]] = label["verdict"]
+    judged: dict[tuple[str, str, str], list[tuple[str, str | None]]] = {}
+    for grade in store.grades(run):
+        meta = grade["meta"]
+        if not grade["grader"].startswith("judge:") or "rubric_hash" not in meta:
+            continue
+        trial = labels.get((grade["run"], grade["case_id"], grade["idx"]), {})
+        dimension = meta["dimension"]
+        human = trial.get(dimension, trial.get(""))
+        key = (dimension, meta["model"], meta["rubric_hash"])
+        judged.setdefault(key, []).append((grade["verdict"], human))
+    return [
+        Agreement(
+            dimension,
+            model,
+            rubric_hash,
+            judged=len(verdicts),
+            unknown=sum(j == "unknown" for j, _ in verdicts),
+            pairs=tuple((j, h) for j, h in verdicts if h is not None and j in ("pass", "fail")),
+        )
+        for (dimension, model, rubric_hash), verdicts in sorted(judged.items())
+    ]
+
+
+def calibrated_judges(
+    store: Store, min_labels: int = MIN_LABELS, min_agreement: float = MIN_AGREEMENT
+) -> frozenset[JudgeKey] | None:
+    """The (model, rubric hash) pairs that may gate; None when every judge may (no minimum)."""
+    if min_labels <= 0:
+        return None
+    return frozenset(
+        (a.model, a.rubric_hash)
+        for a in agreements(store)
+        if a.calibrated(min_labels, min_agreement)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A judge grade of ``unknown`` that no human has labelled yet."""
+
+    case_id: str
+    idx: int
+    dimension: str
+    reason: str
+    cassette: str | None
+
+
+def review_queue(store: Store, run: str) -> list[Pending]:
+    """The run's ``unknown`` judge grades still waiting for a human label."""
+    labelled = {(r["case_id"], r["idx"], r["dimension"]) for r in store.labels(run)}
+    cassettes = {(t["case_id"], t["idx"]): t["cassette"] for t in store.trials(run)}
+    queue = []
+    for grade in store.grades(run):
+        if not grade["grader"].startswith("judge:") or grade["verdict"] != "unknown":
+            continue
+        dimension = grade["grader"].removeprefix("judge:")
+        trial = (grade["case_id"], grade["idx"])
+        if (*trial, dimension) in labelled or (*trial, "") in labelled:
+            continue
+        reason = "; ".join(grade["evidence"]) or "(no reason)"
+        queue.append(Pending(*trial, dimension, reason, cassettes.get(trial)))
+    return queue
