@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -73,7 +74,7 @@ def judge_agreement(
     if results.run(run) is None:
         raise ConfigError(f"no run {run!r} in {results.path}")
     everywhere = {(a.dimension, a.model, a.rubric_hash): a for a in agreements(results)}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for here in agreements(results, run):
         overall = everywhere[(here.dimension, here.model, here.rubric_hash)]
         rows.append(

@@ -1,0 +1,69 @@
+"""``replay import ...``: trials recorded by other harnesses become cassettes and a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .._import_taubench import DOMAINS, import_trajectories
+from .._store import DEFAULT_PATH
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import trials recorded by another harness as cassettes and one stored run."""
+
+
+@import_group.command(
+    "tau-bench-trajectories", short_help="Import tau-bench historical trajectories as one run."
+)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory to write the cassettes to (created if missing).",
+)
+@click.option("--run", "run_name", help="Name of the new run  [default: tau-bench-<FILE stem>]")
+@click.option(
+    "--store",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_PATH,
+    show_default=True,
+    help="The results store to add the run to (created if missing).",
+)
+@click.option(
+    "--model", help="The agent's model  [default: the <model> of a <model>-<domain>.json name]"
+)
+@click.option(
+    "--domain",
+    help=f"tau-bench domain, part of every case id  [default: {' or '.join(DOMAINS)}, "
+    "from the file name]",
+)
+def tau_bench_trajectories(
+    file: Path,
+    out: Path,
+    run_name: str | None,
+    store: Path,
+    model: str | None,
+    domain: str | None,
+) -> None:
+    """Import FILE (tau-bench historical trajectories) as one run, capability suite.
+
+    Each trial becomes a cassette in --out (case tau-bench-<domain>-<task_id>,
+    its trial index): the assistant turns as OpenAI chat-completions calls,
+    the tool calls with their results, the last assistant text as the final
+    answer. The run's trials are graded by the reward tau-bench recorded
+    (grader tau-bench: pass when the reward is 1, else fail; a trial that hit
+    the step limit fails). Tokens, timings and costs are not in the file and
+    stay unknown. The file is checked whole before anything is written; an
+    existing run name is refused. Then: `replay report RUN`.
+    """
+    result = import_trajectories(file, out, store, run_name, model=model, domain=domain)
+    trials = len(result.cassettes)
+    click.echo(
+        f"imported {trials} trials of {result.cases} cases into run {result.run} "
+        f"({result.passed} pass, {trials - result.passed} fail): cassettes in {out}, "
+        f"store {result.store}; see `replay report {result.run}`"
+    )
