@@ -18,7 +18,7 @@ from typing import Any
 from unittest import mock
 
 from ._playback import Playback
-from ._schema import HttpEvent, HttpRequest
+from ._schema import HttpEvent, HttpRequest, HttpResponse
 from ._session import current_session
 
 Done = Callable[[list[bytes], BaseException | None, bool], None]
@@ -64,6 +64,16 @@ def _replayed(mod: ModuleType, recorded: HttpEvent, request: Any) -> Any:
     )
 
 
+def _answer(mod: ModuleType, response: HttpResponse) -> Any:
+    """A response given in place of the network's (``Recording.interpose``)."""
+    return mod.Response(
+        response.status,
+        headers=response.headers,
+        stream=_classes(mod)[2](response.chunks, None),
+        extensions={"http_version": b"HTTP/1.1"},
+    )
+
+
 def _error(mod: ModuleType, recorded: HttpEvent, request: Any) -> Exception:
     assert recorded.error is not None
     name = recorded.error.type.rsplit(".", 1)[-1]
@@ -89,7 +99,10 @@ def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         t0 = recorder.now()
         try:
             recorder.check_host(req.url)
-            if recorder.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
+            injected = recorder.interpose(req) if recorder.interpose is not None else None
+            if injected is not None:
+                response = _answer(mod, injected)
+            elif recorder.source is not None:  # a frozen LLM: answered from a cassette, anew
                 response = _replayed(mod, recorder.source.respond(req, via=via), request)
             else:
                 response = original(transport, request)
@@ -126,7 +139,10 @@ def _async(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         t0 = recorder.now()
         try:
             recorder.check_host(req.url)
-            if recorder.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
+            injected = recorder.interpose(req) if recorder.interpose is not None else None
+            if injected is not None:
+                response = _answer(mod, injected)
+            elif recorder.source is not None:  # a frozen LLM: answered from a cassette, anew
                 response = _replayed(mod, recorder.source.respond(req, via=via), request)
             else:
                 response = await original(transport, request)

@@ -105,6 +105,7 @@ class Recording:
         overwrite: bool = False,
         source: Playback | None = None,
         allowed_hosts: Iterable[str] | None = None,
+        interpose: Callable[[HttpRequest], HttpResponse | None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     ) -> None:
@@ -113,6 +114,9 @@ class Recording:
         """When set, HTTP is answered from this cassette (a frozen LLM) and still recorded."""
         self.allowed_hosts = tuple(sorted(allowed_hosts)) if allowed_hosts is not None else None
         """When set, HTTP to any other host is refused (sandbox mode) and recorded as an error."""
+        self.interpose = interpose
+        """When set, asked first for every HTTP request: a response it returns is the answer
+        (recorded as usual) and the request goes nowhere (fault injection)."""
         self.redaction = redaction or Redaction()
         self.world = world
         self._secrets = Secrets()

@@ -149,17 +149,13 @@ class Tool(Generic[P, R]):
         """Return the tool as an Anthropic ``tools`` entry."""
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        session = current_session()
-        if not isinstance(session, Recording) or _in_tool.get():
-            return self.fn(*args, **kwargs)
-        try:
-            bound = self._sig.bind(*args, **kwargs)
-        except TypeError as exc:  # the model called it wrongly: that is worth recording too
-            t0 = session.tool_started()
-            given = {"args": list(args), "kwargs": kwargs}
-            session.tool_finished(self.name, given, self.writes, t0, None, exc, jsonable)
-            raise
+    def arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The call's arguments by name, defaults filled in: what a recording stores.
+
+        Raises:
+            TypeError: The arguments do not fit the signature.
+        """
+        bound = self._sig.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments: dict[str, Any] = {}
         for name, value in bound.arguments.items():
@@ -169,6 +165,19 @@ class Tool(Generic[P, R]):
                 arguments.update(value)
             else:
                 arguments[name] = value
+        return arguments
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        session = current_session()
+        if not isinstance(session, Recording) or _in_tool.get():
+            return self.fn(*args, **kwargs)
+        try:
+            arguments = self.arguments(*args, **kwargs)
+        except TypeError as exc:  # the model called it wrongly: that is worth recording too
+            t0 = session.tool_started()
+            given = {"args": list(args), "kwargs": kwargs}
+            session.tool_finished(self.name, given, self.writes, t0, None, exc, jsonable)
+            raise
         if self._is_async:
             return cast(R, self._call_async(session, arguments, args, kwargs))
         t0 = session.tool_started()

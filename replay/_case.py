@@ -16,6 +16,8 @@ assert:
 scoring: all_pass            # or weighted, hybrid
 reference_solution:
   - {tool: issue_refund, args: {order_id: 4812, amount: 35.0, reason: customer request}}
+faults:                      # injected in offline and sandbox trials, seeded (--fault-seed)
+  - {kind: duplicate, tool: issue_refund, rate: 1.0}
 rubric:                      # judged by an LLM (replay run --judge-url), one call per dimension
   - {name: tone, criteria: The answer is polite and says how much was refunded.}
 tags: [refunds, critical]
@@ -33,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
+from ._faults import Fault
 from ._world import Fixture
 from .graders import Assertion, Dimension, SqliteWorld
 
@@ -107,6 +110,8 @@ class Case(BaseModel):
     """The final answer that goes with the reference solution."""
     rubric: list[RubricDimension] = Field(default_factory=list)
     """Dimensions an LLM judge grades, one call each."""
+    faults: list[Fault] = Field(default_factory=list)
+    """Faults injected in offline and sandbox trials (see replay._faults)."""
     tags: list[str] = Field(default_factory=list)
     path: Path | None = None
     """The file the case was loaded from."""

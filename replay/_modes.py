@@ -49,6 +49,7 @@ from recorder import (
 
 from ._case import Case
 from ._diff import StateDiff
+from ._faults import FaultInjector
 from ._player import ReplayedToolError, ToolPlayer
 from ._secrets import hidden_secrets
 from ._world import Fixture, World
@@ -128,8 +129,10 @@ class TrialResult:
     duration: float
 
 
-def _dispatcher(tools: Sequence[Tool[..., Any]]) -> Callable[[str, Mapping[str, Any]], Any]:
-    by_name = {t.name: t for t in tools}
+def _dispatcher(
+    tools: Sequence[Tool[..., Any]] | Mapping[str, Callable[..., Any]],
+) -> Callable[[str, Mapping[str, Any]], Any]:
+    by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
 
     def call_tool(name: str, arguments: Mapping[str, Any]) -> Any:
         if name not in by_name:
@@ -222,6 +225,7 @@ def sandbox(
     prices: Prices | None = None,
     world: World | None = None,
     judge: Judge | None = None,
+    faults: FaultInjector | None = None,
 ) -> TrialResult:
     """Run the agent against a fresh world with real tools; record and grade the trial.
 
@@ -235,16 +239,17 @@ def sandbox(
     source = Playback(frozen) if frozen is not None else None
     if frozen is not None:
         llm_base_url = recorded_base_url(frozen) or llm_base_url
+    dispatch = _dispatcher(live_tools)
     env = Environment(
         [t.openai_schema() for t in live_tools],
-        _dispatcher(live_tools),
+        faults.wrap(dispatch) if faults is not None else dispatch,
         llm_base_url,
         model,
         dict(settings or {}),
     )
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
-        cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,))
+        cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,), faults)
     misses = tuple(dict.fromkeys(str(m) for m in source.misses)) if source else ()
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return _graded(case, index, "sandbox", cassette, world, diff, misses, started, prices, judge)
@@ -265,6 +270,7 @@ def offline(
     prices: Prices | None = None,
     world: World | None = None,
     judge: Judge | None = None,
+    faults: FaultInjector | None = None,
 ) -> TrialResult:
     """Run the agent with every tool call answered from ``recorded``; record and grade."""
     started = time.perf_counter()
@@ -272,14 +278,15 @@ def offline(
     originals = list(tools(world.conn))  # for their schemas and effects only: nothing runs
     specs = [t.openai_schema() for t in originals]
     player = ToolPlayer(recorded)
-    replayed = {t.name: _replayed_tool(t.name, t.writes, player, world) for t in originals}
-    env = Environment(
-        specs, _dispatcher(list(replayed.values())), llm_base_url, model, dict(settings or {})
-    )
+    replayed = {t.name: _replayed_tool(t, player, world) for t in originals}
+    dispatch = _dispatcher(replayed)
+    if faults is not None:
+        dispatch = faults.wrap(dispatch)
+    env = Environment(specs, dispatch, llm_base_url, model, dict(settings or {}))
     source = Playback(recorded) if llm == "frozen" else None
     if source is not None:
         env.llm_base_url = recorded_base_url(recorded) or llm_base_url
-    cassette = _run(case, agent, env, world, out, index, "offline", source, None)
+    cassette = _run(case, agent, env, world, out, index, "offline", source, None, faults)
     misses = [*player.misses, *(source.misses if source else [])]
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return _graded(
@@ -306,15 +313,24 @@ def recorded_base_url(cassette: Cassette) -> str | None:
     return None
 
 
-def _replayed_tool(name: str, writes: bool, player: ToolPlayer, world: World) -> Tool[..., Any]:
+def _replayed_tool(
+    original: Tool[..., Any], player: ToolPlayer, world: World
+) -> Callable[..., Any]:
+    """``original`` answered from the cassette, its arguments completed as the real one's are."""
+
     def answer(**arguments: Any) -> Any:
-        event = player.answer(name, arguments)
+        event = player.answer(original.name, arguments)
         world.apply(event.delta or {})
         if event.error is not None:
             raise ReplayedToolError(f"{event.error.type}: {event.error.message}")
         return event.result
 
-    return tool(answer, name=name, writes=writes)
+    replayed = tool(answer, name=original.name, writes=original.writes)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return replayed(**original.arguments(*args, **kwargs))
+
+    return call
 
 
 def _run(
@@ -327,20 +343,25 @@ def _run(
     mode: Mode,
     source: Playback | None,
     allowed_hosts: tuple[str, ...] | None,
+    faults: FaultInjector | None = None,
 ) -> Cassette:
     """Run the agent inside a recording; an agent that raises is recorded, not propagated."""
+    user = {"mode": mode, **(faults.pins() if faults is not None else {})}
     try:
         with record(
             out,
             world=world.conn,
             case_id=case.id,
             trial=index,
-            pins=Pins(fixture_hash=world.fixture.hash, user={"mode": mode}),
+            pins=Pins(fixture_hash=world.fixture.hash, user=user),
             fixture_source=str(case.fixture),
             overwrite=True,
             source=source,
             allowed_hosts=allowed_hosts,
+            interpose=faults.http if faults is not None else None,
         ) as rec:
+            if faults is not None:
+                faults.recording = rec
             answer = agent(case.instruction, env)
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))

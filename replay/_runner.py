@@ -22,6 +22,7 @@ from recorder import ConfigError, __version__, read_cassette
 
 from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
 from ._case import Case, load_case
+from ._faults import Fault, FaultInjector, parse_faults
 from ._modes import Mode, TrialResult, load_callable, load_fixture, offline, review, sandbox
 from ._store import Store
 from ._world import World
@@ -65,6 +66,10 @@ class RunSpec:
     """Agreement with those labels a judge must exceed before its grades count."""
     no_judge: bool = False
     """Skip rubric grading even where cases have a rubric."""
+    faults: list[str] = field(default_factory=list)
+    """Faults (``KIND[:TOOL][@RATE]``) injected in every case's trials, after the case's own."""
+    fault_seed: int = 0
+    """Seeds each trial's fault draws (with the case id and trial index)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,9 @@ def execute(
         raise ConfigError(
             f"{spec.mode} with a live LLM needs --llm-url (the endpoint the agent uses)"
         )
+    faults = parse_faults(spec.faults)
+    if spec.mode == "review" and faults:  # (a case's own faults are moot in review: nothing runs)
+        raise ConfigError("faults are injected in offline and sandbox runs, not in review")
     jobs = _jobs(spec, cases)
     judge = _judge(spec, cases, store)
     agent = tools = None
@@ -139,7 +147,7 @@ def execute(
         on_trial(None, 0, len(todo))
     pool = ThreadPoolExecutor(max_workers=max(1, spec.concurrency))
     try:
-        futures = {pool.submit(_trial, spec, job, agent, tools, out, judge) for job in todo}
+        futures = {pool.submit(_trial, spec, job, agent, tools, out, judge, faults) for job in todo}
         for count, future in enumerate(as_completed(futures), 1):
             futures.discard(future)  # let the finished trial (and its world view) go
             row, grades = _rows(future.result())
@@ -208,9 +216,17 @@ def _thread_world(job: _Job) -> World | None:
 
 
 def _trial(
-    spec: RunSpec, job: _Job, agent: Any, tools: Any, out: Path, judge: Judge | None
+    spec: RunSpec,
+    job: _Job,
+    agent: Any,
+    tools: Any,
+    out: Path,
+    judge: Judge | None,
+    faults: Sequence[Fault],
 ) -> TrialResult | _Failed:
     path = out / f"{job.case.id}-{job.index}.cassette"
+    every = [*job.case.faults, *faults]
+    injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
     prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
     common: dict[str, Any] = {
         "world": _thread_world(job),
@@ -237,6 +253,7 @@ def _trial(
                 path,
                 llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
                 llm=spec.llm,
+                faults=injector,
                 **common,
             )
         frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
@@ -248,6 +265,7 @@ def _trial(
             llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
             frozen=frozen,
             allow_env=spec.allow_env,
+            faults=injector,
             **common,
         )
     except Exception as exc:  # a trial that raises is an error trial; the run goes on
@@ -317,5 +335,6 @@ def _pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
         "judge": {"model": spec.judge_model, "timeout": spec.judge_timeout}
         if spec.judge_url and not spec.no_judge
         else None,
+        "faults": {"seed": spec.fault_seed, "run": spec.faults} if spec.faults else None,
         "fixtures": {c.id: load_fixture(c.fixture).hash for c in cases},
     }

@@ -10,7 +10,7 @@ from recorder import Recording, record
 from replay.stub_llm import StubLLM
 
 from .agent import agent, run_agent
-from .policy import INSTRUCTION, refund_policy
+from .policy import INSTRUCTION, naive_refund_policy, refund_policy
 from .tools import make_tools
 
 FIXTURE = Path(__file__).with_name("fixture.sql")
@@ -49,6 +49,7 @@ __all__ = [
     "INSTRUCTION",
     "agent",
     "make_tools",
+    "naive_refund_policy",
     "open_world",
     "record_refund",
     "refund_policy",

@@ -4,7 +4,9 @@
    the one tool call the cassette cannot answer shows as ``unsupported``
    with its nearest recorded call;
 2. 8 sandbox trials against a flaky stub model: pass^1 against pass^8, and
-   the failing assertions (a duplicate refund among them).
+   the failing assertions;
+3. fault injection: the refund call delivered twice. The demo agent (its
+   model sends an idempotency key) passes; a naive one refunds twice.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from replay._cli.main import cli
 from replay.stub_llm import StubLLM
 
 from .agent import SYSTEM_PROMPT
-from .policy import PromptVersionPolicy, refund_policy
+from .policy import PromptVersionPolicy, naive_refund_policy, refund_policy
 
 CASE = str(Path(__file__).with_name("cases") / "refund-4812.yaml")
+RETRIED = str(Path(__file__).with_name("cases") / "refund-4812-retried.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
 
 
@@ -74,6 +77,16 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             *AGENT,
         )
     replay("report", "flaky-8", "--store", store)
+    for name, policy in (
+        ("retried-demo", refund_policy()),
+        ("retried-naive", naive_refund_policy()),
+    ):
+        with StubLLM(policy) as llm:
+            replay(
+                "run", RETRIED, "--run", name, "-k", "2", "--llm-url", llm.openai_base_url,
+                "--store", store, *AGENT,
+            )  # fmt: skip
+        replay("report", name, "--store", store)
 
 
 if __name__ == "__main__":

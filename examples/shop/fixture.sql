@@ -15,7 +15,8 @@ CREATE TABLE refunds (
     id INTEGER PRIMARY KEY,
     order_id INTEGER NOT NULL REFERENCES orders(id),
     amount REAL NOT NULL,
-    reason TEXT NOT NULL
+    reason TEXT NOT NULL,
+    idempotency_key TEXT UNIQUE  -- a retried refund with the same key is not paid twice
 );
 CREATE TABLE ledger (
     id INTEGER PRIMARY KEY,

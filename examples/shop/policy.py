@@ -16,7 +16,12 @@ def refund_policy() -> ScriptedPolicy:
                 tool_calls=(
                     ToolCall(
                         "issue_refund",
-                        {"order_id": 4812, "amount": 35.0, "reason": "customer request"},
+                        {
+                            "order_id": 4812,
+                            "amount": 35.0,
+                            "reason": "customer request",
+                            "idempotency_key": "refund-4812",
+                        },
                     ),
                 )
             ),
@@ -49,6 +54,21 @@ def refund_policy() -> ScriptedPolicy:
         ],
         final="I refunded $35.00 for order 4812 and emailed Mia Li to let her know.",
     )
+
+
+def naive_refund_policy() -> ScriptedPolicy:
+    """The same refund by a model that never sends an idempotency key.
+
+    It does the right thing on a good day; when the refund call is delivered
+    twice (the ``duplicate`` fault: a retried request whose first response was
+    lost) the shop pays twice.
+    """
+    policy = refund_policy()
+    turns = list(policy.turns)
+    (call,) = turns[1].tool_calls
+    args = {k: v for k, v in call.arguments.items() if k != "idempotency_key"}
+    turns[1] = Reply(tool_calls=(ToolCall(call.name, args),))
+    return ScriptedPolicy(turns, final=policy.final)
 
 
 class PromptVersionPolicy:

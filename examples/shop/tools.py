@@ -33,14 +33,25 @@ def make_tools(conn: sqlite3.Connection) -> list[Tool[..., Any]]:
         return dict(zip(keys, row, strict=True))
 
     @tool(writes=True)
-    def issue_refund(order_id: int, amount: float, reason: str) -> dict[str, Any]:
+    def issue_refund(
+        order_id: int, amount: float, reason: str, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         """Refund part or all of an order.
 
         Args:
             order_id: The order to refund.
             amount: Amount to refund, at most the order total.
             reason: Why the refund is issued.
+            idempotency_key: The same key again returns the first refund instead of paying
+                twice (send one: a retried call must not refund twice).
         """
+        if idempotency_key is not None:
+            done = conn.execute(
+                "SELECT id, order_id, amount FROM refunds WHERE idempotency_key = ?",
+                (idempotency_key,),
+            ).fetchone()
+            if done is not None:
+                return {"refund_id": done[0], "order_id": done[1], "amount": done[2]}
         total = conn.execute("SELECT total FROM orders WHERE id = ?", (order_id,)).fetchone()
         if total is None:
             raise ShopError(f"no order {order_id}")
@@ -48,8 +59,9 @@ def make_tools(conn: sqlite3.Connection) -> list[Tool[..., Any]]:
             raise ShopError(f"refund amount {amount} must be in (0, {total[0]}]")
         with conn:
             cur = conn.execute(
-                "INSERT INTO refunds (order_id, amount, reason) VALUES (?, ?, ?)",
-                (order_id, amount, reason),
+                "INSERT INTO refunds (order_id, amount, reason, idempotency_key) "
+                "VALUES (?, ?, ?, ?)",
+                (order_id, amount, reason, idempotency_key),
             )
         return {"refund_id": cur.lastrowid, "order_id": order_id, "amount": amount}
 

@@ -12,6 +12,7 @@ from rich.progress import Progress
 from recorder import ConfigError
 
 from .._calibration import MIN_AGREEMENT, MIN_LABELS
+from .._faults import parse_faults
 from .._runner import RunSpec, execute
 from .._store import DEFAULT_PATH, Store
 
@@ -111,6 +112,15 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     help="Agreement with human labels a judge must exceed before its grades count.",
 )
 @click.option("--no-judge", is_flag=True, help="Skip rubric grading.")
+@click.option(
+    "--fault",
+    "faults",
+    multiple=True,
+    help="Inject KIND[:TOOL][@RATE] in offline/sandbox trials, e.g. duplicate:issue_refund, "
+    "llm_429@0.3 (repeatable; kinds: timeout raise http_5xx duplicate truncated stale "
+    "malformed_json llm_429 llm_5xx).",
+)
+@click.option("--fault-seed", default=0, show_default=True, help="Seed of the fault draws.")
 def run(
     cases: tuple[Path, ...],
     name: str,
@@ -134,6 +144,8 @@ def run(
     judge_min_labels: int,
     judge_min_agreement: float,
     no_judge: bool,
+    faults: tuple[str, ...],
+    fault_seed: int,
 ) -> None:
     """Run CASES (case files) in one mode and store every trial and grade.
 
@@ -146,6 +158,11 @@ def run(
     Cases with a rubric are judged by the LLM at --judge-url; a judge's grades
     are advisory until it agrees with human labels (`replay label`,
     `replay judge-agreement`).
+
+    Faults (--fault, and each case's own `faults:`) are injected, seeded, in
+    offline and sandbox trials: tool calls that time out, raise, answer 5xx,
+    come back twice, truncated, stale or as malformed JSON, and LLM calls
+    answered 429/5xx.
     """
     results = Store(store)
     if resume:
@@ -187,6 +204,8 @@ def run(
             judge_min_labels=judge_min_labels,
             judge_min_agreement=judge_min_agreement,
             no_judge=no_judge,
+            faults=[str(f) for f in parse_faults(faults)],
+            fault_seed=fault_seed,
         )
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)

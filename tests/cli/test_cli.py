@@ -46,8 +46,10 @@ def test_terminal_transcript_tells_the_story(refund: Path) -> None:
             "   user: Refund order 4812 and notify the customer.",
             '   assistant calls lookup_order({"order_id": 4812})',
             "2. tool lookup_order(order_id=4812) read *",
-            "4. tool issue_refund(order_id=4812, amount=35.0, reason='customer request') write *",
-            "   + refunds {id: 1, order_id: 4812, amount: 35.0, reason: 'customer request'}",
+            "4. tool issue_refund(order_id=4812, amount=35.0, reason='customer request', "
+            "idempotency_key='refund-4812') write *",
+            "   + refunds {id: 1, order_id: 4812, amount: 35.0, reason: 'customer request', "
+            "idempotency_key: 'refund-4812'}",
             "   ~ orders[[]4812] status: 'paid' -> 'refunded'",
             "*assistant: I refunded $35.00 for order 4812*",
             "outcome ok",

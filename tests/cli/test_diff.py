@@ -32,13 +32,8 @@ def trial(path: Path, policy: ScriptedPolicy) -> Path:
 
 def test_two_cassettes_name_the_step_tool_argument_and_row(tmp_path: Path) -> None:
     turns = list(refund_policy().turns)
-    turns[1] = Reply(
-        tool_calls=(
-            ToolCall(
-                "issue_refund", {"order_id": 4812, "amount": 30.0, "reason": "customer request"}
-            ),
-        )
-    )
+    refund = turns[1].tool_calls[0]
+    turns[1] = Reply(tool_calls=(ToolCall(refund.name, {**refund.arguments, "amount": 30.0}),))
     a = trial(tmp_path / "a.cassette", refund_policy())
     b = trial(tmp_path / "b.cassette", ScriptedPolicy(turns, final=refund_policy().final))
     code, out, _ = replay("diff", str(a), str(b))

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from examples.shop import refund_policy
+from examples.shop import naive_refund_policy
 from replay._cli.main import cli
 from replay._html import run_html
 from replay._store import Store
@@ -102,7 +102,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Viewer:
         .replace("../fixture.sql", str(CASE.parent.parent / "fixture.sql"))
     )
     store = tmp / "results.db"
-    with StubLLM(refund_policy(), seed=2, flake_rate=0.15) as llm:
+    with StubLLM(naive_refund_policy(), seed=2, flake_rate=0.15) as llm:
         code, _, err = replay(
             "run",
             str(CASE),

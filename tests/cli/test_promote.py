@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from examples.shop import agent, make_tools, refund_policy
+from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import read_cassette
 from replay._case import load_case
 from replay._cli.main import cli
@@ -24,8 +24,8 @@ def replay(*args: str) -> tuple[int, str, str]:
 
 
 def test_a_duplicate_refund_incident_becomes_a_regression_case(tmp_path: Path) -> None:
-    turns = list(refund_policy().turns)
-    turns.insert(2, turns[1])  # the incident: issue_refund twice
+    turns = list(naive_refund_policy().turns)
+    turns.insert(2, turns[1])  # the incident: issue_refund twice, with no idempotency key
     incident = tmp_path / "incident.cassette"
     with StubLLM(ScriptedPolicy(turns, final=refund_policy().final)) as llm:
         sandbox(CASE, agent, make_tools, incident, llm_base_url=llm.openai_base_url)
@@ -53,8 +53,9 @@ def test_a_duplicate_refund_incident_becomes_a_regression_case(tmp_path: Path) -
 
     # It fails on the incident ...
     assert review(case, frozen).outcome.verdict is Verdict.FAIL
-    # ... and passes on the fixed agent, offline (tools from the incident) and in sandbox.
-    with StubLLM(refund_policy()) as llm:
+    # ... and passes on the fixed agent (it refunds once; the calls it makes are the
+    # incident's, so offline replay can answer them), offline and in sandbox.
+    with StubLLM(naive_refund_policy()) as llm:
         fixed_offline = offline(
             case,
             agent,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from examples.shop import INSTRUCTION, make_tools, refund_policy, run_agent
+from examples.shop import INSTRUCTION, make_tools, naive_refund_policy, refund_policy, run_agent
 from recorder import Tool, read_cassette, record, tool
 from replay._case import load_case
 from replay._diff import StateDiff
@@ -65,7 +65,7 @@ def test_the_demo_trial_passes_every_grader(tmp_path: Path) -> None:
 
 
 def test_a_duplicate_refund_fails_with_expected_and_actual(tmp_path: Path) -> None:
-    again = refund_policy().turns[1]  # issue_refund once more
+    again = naive_refund_policy().turns[1]  # issue_refund once more, with no idempotency key
     trial = sandbox_trial(tmp_path, turns_with(again, at=2))
     (state,) = run_graders(trial, ["state"])
     assert state.verdict is Verdict.FAIL

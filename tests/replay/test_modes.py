@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from examples.shop import agent, make_tools, refund_policy
+from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import ConfigError, HttpEvent, Tool, ToolEvent, read_cassette, tool
 from replay._case import load_case
 from replay._modes import Environment, load_callable, offline, review, sandbox
@@ -112,8 +112,8 @@ def test_offline_an_unseen_call_is_unsupported_with_its_nearest(
 
 
 def test_sandbox_duplicate_refund_and_side_effects(tmp_path: Path) -> None:
-    turns = list(refund_policy().turns)
-    turns.insert(2, turns[1])  # issue_refund twice
+    turns = list(naive_refund_policy().turns)
+    turns.insert(2, turns[1])  # issue_refund twice, with no idempotency key
     with StubLLM(ScriptedPolicy(turns, final="done")) as llm:
         result = sandbox(
             CASE, agent, make_tools, tmp_path / "dup.cassette", llm_base_url=llm.openai_base_url
@@ -246,7 +246,13 @@ def test_offline_numbers_match_by_value(recorded: Path, tmp_path: Path) -> None:
 
     player = ToolPlayer(read_cassette(recorded))
     event = player.answer(
-        "issue_refund", {"order_id": 4812.0, "amount": 35, "reason": "customer request"}
+        "issue_refund",
+        {
+            "order_id": 4812.0,
+            "amount": 35,
+            "reason": "customer request",
+            "idempotency_key": "refund-4812",
+        },
     )
     assert event.name == "issue_refund"
 

@@ -35,13 +35,8 @@ def test_selection_and_arguments_fail_apart(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     run(store, "right", refund_policy(), [str(CASE)])
     turns = list(refund_policy().turns)
-    turns[1] = Reply(
-        tool_calls=(
-            ToolCall(
-                "issue_refund", {"order_id": 4812, "amount": 30.0, "reason": "customer request"}
-            ),
-        )
-    )
+    refund = turns[1].tool_calls[0]
+    turns[1] = Reply(tool_calls=(ToolCall(refund.name, {**refund.arguments, "amount": 30.0}),))
     run(store, "wrong-amount", ScriptedPolicy(turns, final="done"), [str(CASE)])
     right = build_report(store, "right").tool_use
     wrong = build_report(store, "wrong-amount").tool_use
