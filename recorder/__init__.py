@@ -46,9 +46,11 @@ from ._schema import (
     Timings,
     ToolEvent,
     Usage,
+    UserEvent,
     WarningEvent,
     WorldDelta,
 )
+from ._session import unrecorded
 from ._tools import Tool, tool, tool_schema_hash
 from ._writer import write_cassette
 
@@ -87,6 +89,7 @@ __all__ = [
     "ToolEvent",
     "ToolSchemaError",
     "Usage",
+    "UserEvent",
     "WarningEvent",
     "WorldDelta",
     "__version__",
@@ -97,6 +100,7 @@ __all__ = [
     "record",
     "tool",
     "tool_schema_hash",
+    "unrecorded",
     "world_hash",
     "write_cassette",
 ]

@@ -10,7 +10,17 @@ from collections.abc import Sequence
 
 from ._delta import net_delta
 from ._llm import LlmCall, llm_call, short_hash
-from ._schema import Event, Footer, HttpEvent, Pins, Timings, ToolEvent, Usage, WarningEvent
+from ._schema import (
+    Event,
+    Footer,
+    HttpEvent,
+    Pins,
+    Timings,
+    ToolEvent,
+    Usage,
+    UserEvent,
+    WarningEvent,
+)
 
 
 def llm_calls(events: Sequence[Event]) -> list[tuple[HttpEvent, LlmCall]]:
@@ -63,6 +73,7 @@ def footer_for(
         llm_calls=len(calls),
         http_calls=sum(isinstance(e, HttpEvent) for e in events),
         tool_calls=len(tools),
+        user_turns=sum(isinstance(e, UserEvent) for e in events),
         input_tokens=sum(c.input_tokens for _, c in calls),
         output_tokens=sum(c.output_tokens for _, c in calls),
     )

@@ -31,6 +31,7 @@ from ._schema import (
     Pins,
     RedactionSpec,
     ToolEvent,
+    UserEvent,
     WarningEvent,
     WorldDelta,
 )
@@ -185,6 +186,10 @@ class Recording:
     def warn(self, message: str, delta: WorldDelta | None = None) -> None:
         """Record that something could not be captured faithfully."""
         self._append(WarningEvent(t=self.now(), message=message, delta=delta or None))
+
+    def user_turn(self, event: UserEvent) -> None:
+        """Record one turn of the user channel (see ``replay``'s simulated user)."""
+        self._append(event)
 
     def close(self, status: str = "ok") -> None:
         """Finish pending responses, write the footer and close the file."""

@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 # fields, so even a new optional field makes older readers refuse a newer
 # file (with a clear message) rather than misread it. Keep reading old
 # versions by listing them in READABLE_VERSIONS.
-FORMAT_VERSION = 1
-READABLE_VERSIONS: tuple[int, ...] = (1,)
+FORMAT_VERSION = 2
+READABLE_VERSIONS: tuple[int, ...] = (1, 2)
+# 2: user turns (UserEvent) and Usage.user_turns; a version-1 file is a version-2 file without them.
 
 Json = Any
 """Any value JSON can hold (dicts, lists, strings, numbers, booleans, null)."""
@@ -197,12 +198,33 @@ class WarningEvent(_Record):
     """World changes made outside any tool call, when that is what the warning is about."""
 
 
+class UserEvent(_Record):
+    """One turn of the (simulated) user: what the agent said, and what the user answered."""
+
+    kind: Literal["user"] = "user"
+    t: float
+    duration: float
+    said: str | None = None
+    """The agent's message the user answers; None for the user's opening message."""
+    reply: str | None = None
+    """The user's answer; None when the user could not answer (see ``error``)."""
+    stop: bool = False
+    """The user ended the conversation with this answer."""
+    source: str = "live"
+    """'live' (a simulated user answered now) or 'frozen' (answered from a recording)."""
+    model: str | None = None
+    """The model playing the user, when live."""
+    error: ErrorInfo | None = None
+    """Why the simulated user could not answer (its endpoint failed...)."""
+
+
 class Usage(_Record):
     """Counts over the whole trial."""
 
     llm_calls: int = 0
     http_calls: int = 0
     tool_calls: int = 0
+    user_turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -231,9 +253,11 @@ class Footer(_Record):
     """Complete pins: the header's plus those observed in the LLM requests."""
 
 
-Event = Annotated[HttpEvent | ToolEvent | ErrorEvent | WarningEvent, Field(discriminator="kind")]
+Event = Annotated[
+    HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent, Field(discriminator="kind")
+]
 Record = Annotated[
-    Header | HttpEvent | ToolEvent | ErrorEvent | WarningEvent | Footer,
+    Header | HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent | Footer,
     Field(discriminator="kind"),
 ]
 RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)

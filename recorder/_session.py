@@ -11,7 +11,8 @@ active, a call from a thread outside any context passes through unrecorded
 from __future__ import annotations
 
 import threading
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Union
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 Session = Union["Recording", "Playback"]
 
 _current: ContextVar[Session | None] = ContextVar("agent_replay_session", default=None)
+_outside: ContextVar[bool] = ContextVar("agent_replay_outside", default=False)
 _lock = threading.Lock()
 _active: list[Session] = []
 _patches: ExitStack | None = None
@@ -36,6 +38,8 @@ def current_session() -> Session | None:
         FixtureUnsupported: Several sessions are active, none in this context,
             and one of them is a playback: the call must not reach the network.
     """
+    if _outside.get():
+        return None
     session = _current.get()
     active = _active
     if session is not None and session in active:
@@ -48,6 +52,20 @@ def current_session() -> Session | None:
             nearest="run the thread in the session's context (contextvars.copy_context().run)",
         )
     return None
+
+
+@contextmanager
+def unrecorded() -> Iterator[None]:
+    """Calls made inside go out as they are: no session records or answers them.
+
+    For a harness's own traffic during a trial (e.g. a simulated user's LLM),
+    which is recorded on a channel of its own.
+    """
+    token = _outside.set(True)
+    try:
+        yield
+    finally:
+        _outside.reset(token)
 
 
 def enter(session: Session) -> Token[Session | None]:

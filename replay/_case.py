@@ -18,6 +18,8 @@ reference_solution:
   - {tool: issue_refund, args: {order_id: 4812, amount: 35.0, reason: customer request}}
 faults:                      # injected in offline and sandbox trials, seeded (--fault-seed)
   - {kind: duplicate, tool: issue_refund, rate: 1.0}
+user:                        # multi-turn: a simulated user (an LLM) with a hidden instruction
+  instruction: You are Mia Li; you want order 4812 refunded. Give the number when asked.
 rubric:                      # judged by an LLM (replay run --judge-url), one call per dimension
   - {name: tone, criteria: The answer is polite and says how much was refunded.}
 tags: [refunds, critical]
@@ -36,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
 from ._faults import Fault
+from ._user import UserSpec
 from ._world import Fixture
 from .graders import Assertion, Dimension, SqliteWorld
 
@@ -112,6 +115,9 @@ class Case(BaseModel):
     """Dimensions an LLM judge grades, one call each."""
     faults: list[Fault] = Field(default_factory=list)
     """Faults injected in offline and sandbox trials (see replay._faults)."""
+    user: UserSpec | None = None
+    """A simulated user (multi-turn): its opening message, not ``instruction``, starts the
+    trial; ``instruction`` then describes the task for readers and judges."""
     tags: list[str] = Field(default_factory=list)
     path: Path | None = None
     """The file the case was loaded from."""

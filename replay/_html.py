@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recorder import Cassette, ErrorEvent, HttpEvent, ToolEvent, WarningEvent, read_cassette
+from recorder import (
+    Cassette,
+    ErrorEvent,
+    HttpEvent,
+    ToolEvent,
+    UserEvent,
+    WarningEvent,
+    read_cassette,
+)
 
 from ._compare import diff_cassettes
 from ._report import CaseReport, build_report
@@ -192,6 +200,18 @@ def _step(step: Step) -> str:
         body.append(_pre("arguments", event.args))
         body.append(_err(event.error, "raised ") if event.error else _pre("result", event.result))
         body += [_delta_table(event.delta)] if event.delta else []
+    elif isinstance(event, UserEvent):
+        head = (
+            f'{step.index}. user <span class="meta">{_e(event.source)}'
+            f"{', ' + _e(event.model) if event.model else ''}, {timing}</span>"
+        )
+        if event.said is not None:
+            body.append(f"<p><b>agent:</b> {_e(event.said)}</p>")
+        if event.error is not None:
+            body.append(_err(event.error, "the simulated user failed: "))
+        else:
+            stop = " <i>(ends the conversation)</i>" if event.stop else ""
+            body.append(f"<p><b>user:</b> {_e(event.reply or '')}{stop}</p>")
     elif isinstance(event, ErrorEvent):
         head = f"{step.index}. error"
         body.append(_err(event.error))

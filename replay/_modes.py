@@ -52,6 +52,7 @@ from ._diff import StateDiff
 from ._faults import FaultInjector
 from ._player import ReplayedToolError, ToolPlayer
 from ._secrets import hidden_secrets
+from ._user import UserChannel
 from ._world import Fixture, World
 from .graders import Grade, Judge, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
 
@@ -71,6 +72,8 @@ class Environment:
         model: Model id to ask for (``--model``), or None for the agent's default.
         settings: Everything else given with ``--set`` (temperature, prompt...).
         api_key: Key to send; the endpoint under test decides whether it matters.
+        user: The simulated user of a multi-turn case (its opening message is the
+            instruction), or None.
     """
 
     tools: list[dict[str, Any]]
@@ -79,6 +82,8 @@ class Environment:
     model: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     api_key: str = "sk-replay"
+    user: UserChannel | None = None
+    """Multi-turn cases: ``user.say(text)`` returns the user's answer (None: it has ended)."""
 
 
 Agent = Callable[[str, Environment], str]
@@ -226,6 +231,7 @@ def sandbox(
     world: World | None = None,
     judge: Judge | None = None,
     faults: FaultInjector | None = None,
+    user: UserChannel | None = None,
 ) -> TrialResult:
     """Run the agent against a fresh world with real tools; record and grade the trial.
 
@@ -246,13 +252,17 @@ def sandbox(
         llm_base_url,
         model,
         dict(settings or {}),
+        user=user,
     )
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
         cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,), faults)
-    misses = tuple(dict.fromkeys(str(m) for m in source.misses)) if source else ()
+    missed = [*(source.misses if source else []), *_user_misses(user)]
+    misses = tuple(dict.fromkeys(str(m) for m in missed))
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
-    return _graded(case, index, "sandbox", cassette, world, diff, misses, started, prices, judge)
+    return _graded(
+        case, index, "sandbox", cassette, world, diff, misses, started, prices, judge, user=user
+    )
 
 
 def offline(
@@ -271,6 +281,7 @@ def offline(
     world: World | None = None,
     judge: Judge | None = None,
     faults: FaultInjector | None = None,
+    user: UserChannel | None = None,
 ) -> TrialResult:
     """Run the agent with every tool call answered from ``recorded``; record and grade."""
     started = time.perf_counter()
@@ -282,12 +293,12 @@ def offline(
     dispatch = _dispatcher(replayed)
     if faults is not None:
         dispatch = faults.wrap(dispatch)
-    env = Environment(specs, dispatch, llm_base_url, model, dict(settings or {}))
+    env = Environment(specs, dispatch, llm_base_url, model, dict(settings or {}), user=user)
     source = Playback(recorded) if llm == "frozen" else None
     if source is not None:
         env.llm_base_url = recorded_base_url(recorded) or llm_base_url
     cassette = _run(case, agent, env, world, out, index, "offline", source, None, faults)
-    misses = [*player.misses, *(source.misses if source else [])]
+    misses = [*player.misses, *(source.misses if source else []), *_user_misses(user)]
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return _graded(
         case,
@@ -300,7 +311,12 @@ def offline(
         started,
         prices,
         judge,
+        user=user,
     )
+
+
+def _user_misses(user: UserChannel | None) -> list[Any]:
+    return list(user.frozen.misses) if user is not None and user.frozen is not None else []
 
 
 def recorded_base_url(cassette: Cassette) -> str | None:
@@ -362,7 +378,11 @@ def _run(
         ) as rec:
             if faults is not None:
                 faults.recording = rec
-            answer = agent(case.instruction, env)
+            instruction = case.instruction
+            if env.user is not None:
+                env.user.recording = rec
+                instruction = env.user.opening()
+            answer = agent(instruction, env)
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except Exception:  # recorded as an error event; the verdict says error
@@ -382,6 +402,8 @@ def _graded(
     prices: Prices | None = None,
     judge: Judge | None = None,
     judge_out: Path | None = None,
+    *,
+    user: UserChannel | None = None,
 ) -> TrialResult:
     summary = cassette.summary()
     cost = trial_cost(cassette, prices)
@@ -391,7 +413,10 @@ def _graded(
         out = judge_out or cassette.path.with_name(f"{cassette.path.stem}.judge.cassette")
         grades += judge.grade(trial, case.dimensions(), out)
     outcome = combine(grades, case.scoring.value)
-    if summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
+    if user is not None and user.failure is not None:
+        # The simulated user's fault: grading the cut conversation would blame the agent.
+        outcome = Outcome(Verdict.ERROR, None, (Grade("user", Verdict.ERROR, (user.failure,)),))
+    elif summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
         errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]
         detail = tuple(f"agent raised {e.error.type}: {e.error.message}" for e in errors)
         agent_grade = Grade("agent", Verdict.ERROR, detail or ("the agent raised",))

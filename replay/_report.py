@@ -25,6 +25,8 @@ class CaseReport:
     failing_cassette: str | None
     """A cassette of a failing trial, to read first."""
     tool_use: ToolUse
+    user_failures: list[tuple[str, int]]
+    """Evidence of trials the simulated user failed (not the agent's fault), apart."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +52,12 @@ def build_report(store: Store, name: str) -> RunReport:
         raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
     trials = store.trials(name)
     evidence: dict[str, Counter[str]] = {}
+    user: dict[str, Counter[str]] = {}
     for grade in store.grades(name):
         if grade["verdict"] != "pass":
+            into = user if grade["grader"] == "user" else evidence
             for line in grade["evidence"]:
-                evidence.setdefault(grade["case_id"], Counter())[f"{grade['grader']}: {line}"] += 1
+                into.setdefault(grade["case_id"], Counter())[f"{grade['grader']}: {line}"] += 1
     per_case, overall = run_tool_use(store, name)
     cases = []
     counts = []
@@ -72,6 +76,7 @@ def build_report(store: Store, name: str) -> RunReport:
                 evidence.get(case_id, Counter()).most_common(),
                 failing,
                 per_case[case_id],
+                user.get(case_id, Counter()).most_common(),
             )
         )
     return RunReport(name, run["pins"], cases, suite_metrics(counts), overall)
@@ -102,6 +107,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "pass_hat": {str(k): v for k, v in c.metrics.pass_hat.items()},
                 "pass_at": {str(k): v for k, v in c.metrics.pass_at.items()},
                 "failures": [{"evidence": e, "trials": n} for e, n in c.failures],
+                "user_failures": [{"evidence": e, "trials": n} for e, n in c.user_failures],
                 "failing_cassette": c.failing_cassette,
                 "tool_use": c.tool_use.to_json(),
             }

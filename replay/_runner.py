@@ -25,6 +25,7 @@ from ._case import Case, load_case
 from ._faults import Fault, FaultInjector, parse_faults
 from ._modes import Mode, TrialResult, load_callable, load_fixture, offline, review, sandbox
 from ._store import Store
+from ._user import FrozenUser, LiveUser, UserChannel
 from ._world import World
 from .graders import Judge, Verdict
 
@@ -66,6 +67,11 @@ class RunSpec:
     """Agreement with those labels a judge must exceed before its grades count."""
     no_judge: bool = False
     """Skip rubric grading even where cases have a rubric."""
+    user: Literal["live", "frozen"] = "live"
+    """Multi-turn cases: a live simulated user, or one answering from the cassettes."""
+    user_url: str | None = None
+    """OpenAI-compatible endpoint of the live simulated user (default: ``llm_url``)."""
+    user_model: str = "user-sim"
     faults: list[str] = field(default_factory=list)
     """Faults (``KIND[:TOOL][@RATE]``) injected in every case's trials, after the case's own."""
     fault_seed: int = 0
@@ -184,16 +190,25 @@ def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
 
 
 def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
+    talking = [c for c in cases if c.user is not None] if spec.mode != "review" else []
     if spec.mode == "sandbox":
         if spec.llm == "frozen" and not spec.cassettes:
             raise ConfigError("a frozen LLM needs --cassettes to answer from")
+        if spec.user == "frozen" and talking and not spec.cassettes:
+            raise ConfigError("a frozen user needs --cassettes to answer from")
     elif not spec.cassettes:
         raise ConfigError(f"{spec.mode} mode needs --cassettes DIR (the recorded trials)")
+    if talking and spec.user == "live" and not (spec.user_url or spec.llm_url):
+        raise ConfigError(
+            f"case {talking[0].id!r} talks with a simulated user: give --user-url URL "
+            "(or --llm-url), or --user frozen with --cassettes"
+        )
     jobs = []
     by_case = recorded_cassettes(Path(spec.cassettes)) if spec.cassettes else {}
     for case in cases:
         recorded = by_case.get(case.id, [])
-        if (spec.mode != "sandbox" or spec.llm == "frozen") and not recorded:
+        frozen_user = spec.user == "frozen" and case in talking
+        if (spec.mode != "sandbox" or spec.llm == "frozen" or frozen_user) and not recorded:
             raise ConfigError(f"no cassette for case {case.id!r} in {spec.cassettes}")
         count = len(recorded) if spec.mode == "review" else spec.trials
         jobs += [
@@ -227,6 +242,7 @@ def _trial(
     path = out / f"{job.case.id}-{job.index}.cassette"
     every = [*job.case.faults, *faults]
     injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
+    user = None
     prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
     common: dict[str, Any] = {
         "world": _thread_world(job),
@@ -237,6 +253,13 @@ def _trial(
         "judge": judge,
     }
     try:
+        if job.case.user is not None and spec.mode != "review":
+            if spec.user == "frozen":
+                assert job.recorded is not None
+                user = UserChannel(job.case.user, frozen=FrozenUser(read_cassette(job.recorded)))
+            else:
+                url = spec.user_url or spec.llm_url or ""
+                user = UserChannel(job.case.user, live=LiveUser(url, spec.user_model))
         if spec.mode == "review":
             assert job.recorded is not None
             judge_out = path.with_name(f"{path.stem}.judge.cassette")
@@ -254,6 +277,7 @@ def _trial(
                 llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
                 llm=spec.llm,
                 faults=injector,
+                user=user,
                 **common,
             )
         frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
@@ -266,6 +290,7 @@ def _trial(
             frozen=frozen,
             allow_env=spec.allow_env,
             faults=injector,
+            user=user,
             **common,
         )
     except Exception as exc:  # a trial that raises is an error trial; the run goes on
@@ -336,5 +361,8 @@ def _pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
         if spec.judge_url and not spec.no_judge
         else None,
         "faults": {"seed": spec.fault_seed, "run": spec.faults} if spec.faults else None,
+        "user": {"source": spec.user, "model": spec.user_model if spec.user == "live" else None}
+        if any(c.user is not None for c in cases)
+        else None,
         "fixtures": {c.id: load_fixture(c.fixture).hash for c in cases},
     }

@@ -12,23 +12,24 @@ from recorder import (
     HttpEvent,
     LlmCall,
     ToolEvent,
+    UserEvent,
     WarningEvent,
     WorldDelta,
     llm_call,
 )
 
-StepKind = Literal["llm", "http", "tool", "error", "warning"]
+StepKind = Literal["llm", "http", "tool", "user", "error", "warning"]
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One line of the story: an LLM call, an HTTP call, a tool call, an error or a warning."""
+    """One line of the story: an LLM, HTTP or tool call, a user turn, an error or a warning."""
 
     index: int
     kind: StepKind
     t: float
     duration: float
-    event: HttpEvent | ToolEvent | ErrorEvent | WarningEvent
+    event: HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent
     llm: LlmCall | None = None
     new_messages: list[dict[str, Any]] = field(default_factory=list)
     """For LLM steps: the messages sent since the model last spoke."""
@@ -49,6 +50,8 @@ def steps(cassette: Cassette) -> list[Step]:
                 out.append(Step(index, "http", event.t, event.duration, event))
         elif isinstance(event, ToolEvent):
             out.append(Step(index, "tool", event.t, event.duration, event))
+        elif isinstance(event, UserEvent):
+            out.append(Step(index, "user", event.t, event.duration, event))
         elif isinstance(event, ErrorEvent):
             out.append(Step(index, "error", event.t, 0.0, event))
         else:

@@ -10,7 +10,7 @@ from recorder import Recording, record
 from replay.stub_llm import StubLLM
 
 from .agent import agent, run_agent
-from .policy import INSTRUCTION, naive_refund_policy, refund_policy
+from .policy import INSTRUCTION, RefundChatPolicy, naive_refund_policy, refund_policy
 from .tools import make_tools
 
 FIXTURE = Path(__file__).with_name("fixture.sql")
@@ -47,6 +47,7 @@ def record_refund(out: Path, *, overwrite: bool = True) -> Recording:
 
 __all__ = [
     "INSTRUCTION",
+    "RefundChatPolicy",
     "agent",
     "make_tools",
     "naive_refund_policy",

@@ -36,6 +36,7 @@ def agent(instruction: str, env: Environment) -> str:
         model=env.model or "stub-shop-1",
         system_prompt=str(env.settings.get("system_prompt", SYSTEM_PROMPT)),
         max_steps=int(env.settings.get("max_steps", 12)),
+        user=env.user.say if env.user is not None else None,
     )
 
 
@@ -77,8 +78,13 @@ def loop(
     model: str,
     system_prompt: str = SYSTEM_PROMPT,
     max_steps: int = 12,
+    user: Callable[[str], str | None] | None = None,
 ) -> str:
-    """The agent loop: ask the model, run the tools it calls, until it answers."""
+    """The agent loop: ask the model, run the tools it calls, until it answers.
+
+    With ``user`` (a multi-turn conversation), an answer goes to the user and
+    the user's reply continues the loop, until the user ends the conversation.
+    """
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": instruction},
@@ -93,7 +99,13 @@ def loop(
             )
             message = reply.choices[0].message
             if not message.tool_calls:
-                return message.content or ""
+                text = message.content or ""
+                heard = user(text) if user is not None else None
+                if heard is None:
+                    return text
+                messages.append({"role": "assistant", "content": text})
+                messages.append({"role": "user", "content": heard})
+                continue
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls:
                 result = _run_tool(call_tool, call.function.name, call.function.arguments)

@@ -85,3 +85,30 @@ class PromptVersionPolicy:
     def __call__(self, request: ChatRequest) -> Reply:
         system = next((m["content"] for m in request.messages if m["role"] == "system"), "")
         return (self.v2 if "v2" in system else self.v1)(request)
+
+
+CHAT_USER_TURNS = (
+    "Hi, I'd like a refund for my order, it was the wrong size.",
+    "It's order 4812.",
+    "Thank you, that's all. ###STOP###",
+)
+"""What the simulated customer of the chat case says, turn by turn."""
+
+
+class RefundChatPolicy:
+    """The stub model for the multi-turn refund: it plays both the agent and the customer.
+
+    Requests whose system prompt casts the model as the customer (the
+    simulated user's) get the customer's script; the others get the agent's:
+    ask for the order number, then the refund of ``refund_policy``, then the
+    answer. ``ask`` is the agent's question (an agent-only change varies it).
+    """
+
+    def __init__(self, ask: str = "Sure, which order number is it?") -> None:
+        refund = refund_policy()
+        self.agent = ScriptedPolicy([Reply(content=ask), *refund.turns], final=refund.final)
+        self.user = ScriptedPolicy([Reply(content=text) for text in CHAT_USER_TURNS])
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        system = next((m["content"] for m in request.messages if m["role"] == "system"), "")
+        return (self.user if "You play a customer" in system else self.agent)(request)

@@ -110,6 +110,14 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None
                 out.print(f"  {times} x {escape(line)}")
             if case.failing_cassette:
                 out.print(f"  read: replay show {escape(case.failing_cassette)}")
+    for case in result.cases:
+        if case.user_failures:
+            out.print(
+                f"\n[bold]{escape(case.case_id)}[/]: the simulated user failed "
+                "(error trials, not counted against the agent):"
+            )
+            for line, times in case.user_failures:
+                out.print(f"  {times} x {escape(line)}")
 
 
 def _num(value: float | None) -> str:

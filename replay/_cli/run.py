@@ -121,6 +121,18 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     "malformed_json llm_429 llm_5xx).",
 )
 @click.option("--fault-seed", default=0, show_default=True, help="Seed of the fault draws.")
+@click.option(
+    "--user",
+    "user_source",
+    type=click.Choice(["live", "frozen"]),
+    default="live",
+    show_default=True,
+    help="Multi-turn cases: a live simulated user, or the one in the cassettes.",
+)
+@click.option(
+    "--user-url", help="OpenAI-compatible base URL of the simulated user [default: --llm-url]."
+)
+@click.option("--user-model", default="user-sim", show_default=True, help="Model playing the user.")
 def run(
     cases: tuple[Path, ...],
     name: str,
@@ -146,6 +158,9 @@ def run(
     no_judge: bool,
     faults: tuple[str, ...],
     fault_seed: int,
+    user_source: str,
+    user_url: str | None,
+    user_model: str,
 ) -> None:
     """Run CASES (case files) in one mode and store every trial and grade.
 
@@ -163,6 +178,11 @@ def run(
     offline and sandbox trials: tool calls that time out, raise, answer 5xx,
     come back twice, truncated, stale or as malformed JSON, and LLM calls
     answered 429/5xx.
+
+    Multi-turn cases (a `user:` section) talk with a simulated user: live
+    (--user-url, default --llm-url) or frozen (--user frozen: its recorded
+    turns, from --cassettes), so an agent-only change replays against the
+    same user.
     """
     results = Store(store)
     if resume:
@@ -206,6 +226,9 @@ def run(
             no_judge=no_judge,
             faults=[str(f) for f in parse_faults(faults)],
             fault_seed=fault_seed,
+            user=user_source,  # type: ignore[arg-type]
+            user_url=user_url,
+            user_model=user_model,
         )
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)

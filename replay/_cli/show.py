@@ -11,7 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from recorder import Cassette, ErrorEvent, HttpEvent, ToolEvent, WarningEvent, read_cassette
+from recorder import (
+    Cassette,
+    ErrorEvent,
+    HttpEvent,
+    ToolEvent,
+    UserEvent,
+    WarningEvent,
+    read_cassette,
+)
 
 from .._html import cassette_html
 from .._transcript import Step, delta_lines, message_text, steps, to_json
@@ -134,6 +142,19 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
             out.print(f"   → {escape(_short(event.result))}")
         for sign, text in delta_lines(event.delta or {}):
             out.print(f"   [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
+    elif isinstance(event, UserEvent):
+        who = f"user ({event.source}{', ' + event.model if event.model else ''})"
+        out.print(f"\n[bold magenta]{step.index}. {escape(who)}[/] {timing}")
+        if event.said is not None:
+            out.print(f"   agent: {escape(_short(event.said, 2000))}")
+        if event.error is not None:
+            out.print(
+                f"   [red]the simulated user failed: {escape(event.error.type)}: "
+                f"{escape(event.error.message)}[/]"
+            )
+        else:
+            stop = " [dim](ends the conversation)[/]" if event.stop else ""
+            out.print(f"   user: {escape(_short(event.reply or '', 2000))}{stop}")
     elif isinstance(event, ErrorEvent):
         out.print(
             f"\n[bold red]{step.index}. error[/] {escape(event.error.type)}: "
