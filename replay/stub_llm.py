@@ -428,6 +428,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     stub: StubLLM
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return  # a client that hung up: nothing to report
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
