@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import sqlite3
 import subprocess
 import threading
@@ -57,7 +58,17 @@ def error_info(exc: BaseException, clean: Callable[[str], str] = str) -> ErrorIn
 
 
 def git_version(cwd: Path | None = None) -> str | None:
-    """Return the git commit of ``cwd`` (with ``-dirty`` if modified), or None."""
+    """Return the git commit of ``cwd`` (with ``-dirty`` if modified), or None.
+
+    Asked once per directory and process: the code a process runs is what it
+    imported, whatever changes on disk later (and it saves two ``git`` runs
+    per trial).
+    """
+    return _git_version(str(Path(cwd or ".").resolve()))
+
+
+@functools.lru_cache(maxsize=16)
+def _git_version(cwd: str) -> str | None:
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],

@@ -102,7 +102,7 @@ class Tool(Generic[P, R]):
         name: The name the model calls it by.
         description: First paragraph of the docstring, unless given.
         writes: Whether the tool changes the world (recorded as its effect).
-        parameters: JSON schema of its arguments, from the type hints.
+        parameters: JSON schema of its arguments, from the type hints unless given.
     """
 
     def __init__(
@@ -112,13 +112,16 @@ class Tool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         writes: bool = False,
+        parameters: dict[str, Any] | None = None,
     ) -> None:
         self.fn = fn
         target = fn.func if isinstance(fn, functools.partial) else fn
         self.name = name or getattr(target, "__name__", None) or type(target).__name__
         self.description = description if description is not None else _docs(target)[0]
         self.writes = writes
-        self.parameters = _parameters_schema(fn, self.name)
+        self.parameters = (
+            parameters if parameters is not None else _parameters_schema(fn, self.name)
+        )
         self._sig = inspect.signature(fn)
         first = next(iter(self._sig.parameters), None)
         self._receiver = {first} if first in _BOUND else set()
@@ -220,10 +223,15 @@ def tool(
     name: str | None = ...,
     description: str | None = ...,
     writes: bool = ...,
+    parameters: dict[str, Any] | None = ...,
 ) -> Tool[P, R]: ...
 @overload
 def tool(
-    *, name: str | None = ..., description: str | None = ..., writes: bool = ...
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    writes: bool = ...,
+    parameters: dict[str, Any] | None = ...,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 def tool(
     fn: Callable[P, R] | None = None,
@@ -232,6 +240,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     writes: bool = False,
+    parameters: dict[str, Any] | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Make a function a recorded tool: as ``@tool``, ``@tool(writes=True)``, or a wrapper.
 
@@ -242,6 +251,8 @@ def tool(
         name: Name the model sees; defaults to the function's name.
         description: Defaults to the first paragraph of the docstring.
         writes: Declare that the tool changes the world.
+        parameters: JSON schema of the arguments, when the type hints cannot say it
+            (a tool from another framework brings its own).
 
     Example:
         ```python
@@ -251,10 +262,10 @@ def tool(
         ```
     """
     if fn is not None:
-        return Tool(fn, name=name, description=description, writes=writes)
+        return Tool(fn, name=name, description=description, writes=writes, parameters=parameters)
 
     def decorate(f: Callable[P, R]) -> Tool[P, R]:
-        return Tool(f, name=name, description=description, writes=writes)
+        return Tool(f, name=name, description=description, writes=writes, parameters=parameters)
 
     return decorate
 
