@@ -16,6 +16,8 @@ assert:
 scoring: all_pass            # or weighted, hybrid
 reference_solution:
   - {tool: issue_refund, args: {order_id: 4812, amount: 35.0, reason: customer request}}
+match_reference:             # grader: the world must end as the reference solution leaves it
+  multisets: [refunds.tags]  # lists compared in any order (table.field)
 faults:                      # injected in offline and sandbox trials, seeded (--fault-seed)
   - {kind: duplicate, tool: issue_refund, rate: 1.0}
 user:                        # multi-turn: a simulated user (an LLM) with a hidden instruction
@@ -38,8 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
 from ._faults import Fault
+from ._reference import MatchReference
 from ._user import UserSpec
-from ._world import Fixture
+from ._world import load_fixture
 from .graders import Assertion, Dimension, SqliteWorld
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
@@ -115,6 +118,9 @@ class Case(BaseModel):
     """Dimensions an LLM judge grades, one call each."""
     faults: list[Fault] = Field(default_factory=list)
     """Faults injected in offline and sandbox trials (see replay._faults)."""
+    match_reference: MatchReference | None = None
+    """Grade with ``matches_reference``: the world must end as the reference solution
+    leaves it (``multisets``: list fields compared in any order; ``tolerance``)."""
     user: UserSpec | None = None
     """A simulated user (multi-turn): its opening message, not ``instruction``, starts the
     trial; ``instruction`` then describes the task for readers and judges."""
@@ -184,7 +190,7 @@ def load_case(path: str | Path) -> Case:
         try:
             assertion = Assertion(source)
             if world is None:
-                world = Fixture.load(fixture).open()
+                world = load_fixture(fixture.resolve()).open()
             assertion.validate(SqliteWorld(world.conn))
         except AssertionSyntaxError as exc:
             raise CaseFileError(str(exc), path=path, field=f"assert.{index}") from None

@@ -14,6 +14,9 @@ from ._modes import Environment, ToolFactory, TrialResult, sandbox
 def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
     """Run the case's reference solution in sandbox mode with no LLM and grade it.
 
+    A call that raises is recorded and the solution goes on (a lookup that
+    finds nothing can be part of it).
+
     Returns None when the case has no reference solution.
     """
     if not case.reference_solution:
@@ -23,7 +26,10 @@ def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
     def reference(instruction: str, env: Environment) -> str:
         for call in calls:
             arguments: Mapping[str, Any] = call.args
-            env.call_tool(call.tool, arguments)
+            try:
+                env.call_tool(call.tool, arguments)
+            except Exception:
+                continue  # (recorded in the cassette), as tau2-bench's gold actions have
         return case.reference_answer or ""
 
     with tempfile.TemporaryDirectory() as tmp:

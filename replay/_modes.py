@@ -19,7 +19,6 @@ The agent contract: ``agent(instruction: str, env: Environment) -> str``
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import os
@@ -51,9 +50,10 @@ from ._case import Case
 from ._diff import StateDiff
 from ._faults import FaultInjector
 from ._player import ReplayedToolError, ToolPlayer
+from ._reference import reference_for
 from ._secrets import hidden_secrets
 from ._user import UserChannel
-from ._world import Fixture, World
+from ._world import World, load_fixture
 from .graders import Grade, Judge, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
 
 Mode = Literal["review", "offline", "sandbox"]
@@ -87,16 +87,6 @@ class Environment:
 
 
 Agent = Callable[[str, Environment], str]
-
-
-def load_fixture(path: Path) -> Fixture:
-    """Load a fixture once per file version (a Fixture is read-only bytes: safe to share)."""
-    return _cached_fixture(path, path.stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_fixture(path: Path, mtime_ns: int) -> Fixture:
-    return Fixture.load(path)
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -182,8 +172,12 @@ def review(
     world: World | None = None,
     judge: Judge | None = None,
     judge_out: Path | None = None,
+    tools: ToolFactory | None = None,
 ) -> TrialResult:
     """Grade a recorded trial again: nothing runs.
+
+    ``tools`` (the case's tool factory) lets ``matches_reference`` run the
+    case's reference solution.
 
     With a ``judge``, the case's rubric is judged and the judge's calls are
     recorded into ``judge_out`` (required then: the recorded cassette's
@@ -211,7 +205,18 @@ def review(
     if judge is not None and judge_out is None:
         raise ConfigError("review with a judge needs judge_out (where to record its calls)")
     return _graded(
-        case, index, "review", cassette, world, diff, (), started, prices, judge, judge_out
+        case,
+        index,
+        "review",
+        cassette,
+        world,
+        diff,
+        (),
+        started,
+        prices,
+        judge,
+        judge_out,
+        tools=tools,
     )
 
 
@@ -261,7 +266,18 @@ def sandbox(
     misses = tuple(dict.fromkeys(str(m) for m in missed))
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return _graded(
-        case, index, "sandbox", cassette, world, diff, misses, started, prices, judge, user=user
+        case,
+        index,
+        "sandbox",
+        cassette,
+        world,
+        diff,
+        misses,
+        started,
+        prices,
+        judge,
+        user=user,
+        tools=tools,
     )
 
 
@@ -312,6 +328,7 @@ def offline(
         prices,
         judge,
         user=user,
+        tools=tools,
     )
 
 
@@ -404,11 +421,21 @@ def _graded(
     judge_out: Path | None = None,
     *,
     user: UserChannel | None = None,
+    tools: ToolFactory | None = None,
 ) -> TrialResult:
     summary = cassette.summary()
     cost = trial_cost(cassette, prices)
-    trial = Trial(case, cassette, diff, SqliteWorld(world.conn), summary.final_answer, misses, cost)
-    grades = run_graders(trial, ["replay", "rule", "state"])
+    trial = Trial(
+        case,
+        cassette,
+        diff,
+        SqliteWorld(world.conn),
+        summary.final_answer,
+        misses,
+        cost,
+        reference_for(case, tools),
+    )
+    grades = run_graders(trial, ["replay", "rule", "state", "matches_reference"])
     if judge is not None and case.rubric and summary.status != "error":
         out = judge_out or cassette.path.with_name(f"{cassette.path.stem}.judge.cassette")
         grades += judge.grade(trial, case.dimensions(), out)

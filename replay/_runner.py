@@ -23,10 +23,10 @@ from recorder import ConfigError, __version__, read_cassette
 from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
 from ._case import Case, load_case
 from ._faults import Fault, FaultInjector, parse_faults
-from ._modes import Mode, TrialResult, load_callable, load_fixture, offline, review, sandbox
+from ._modes import Mode, TrialResult, load_callable, offline, review, sandbox
 from ._store import Store
 from ._user import FrozenUser, LiveUser, UserChannel
-from ._world import World
+from ._world import World, load_fixture
 from .graders import Judge, Verdict
 
 
@@ -140,6 +140,8 @@ def execute(
         if not spec.agent or not spec.tools:
             raise ConfigError(f"{spec.mode} mode needs --agent MOD:FN and --tools MOD:FN")
         agent, tools = load_callable(spec.agent), load_callable(spec.tools)
+    elif spec.tools:  # review: the tools run only the reference solutions (matches_reference)
+        tools = load_callable(spec.tools)
     if resume:
         if store.run(spec.name) is None:
             raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")
@@ -264,7 +266,14 @@ def _trial(
             assert job.recorded is not None
             judge_out = path.with_name(f"{path.stem}.judge.cassette")
             return review(
-                job.case, job.recorded, job.index, prices, common["world"], judge, judge_out
+                job.case,
+                job.recorded,
+                job.index,
+                prices,
+                common["world"],
+                judge,
+                judge_out,
+                tools,
             )
         if spec.mode == "offline":
             assert job.recorded is not None

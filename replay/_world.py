@@ -14,6 +14,7 @@ world from the fixture's bytes (correct, but costs the fixture's size).
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -25,6 +26,8 @@ from typing import Any, Literal
 import sqlite_utils
 
 from recorder import FixtureError, WorldDelta, world_hash
+
+from ._documents import is_documents, load_collection
 
 _SAVEPOINT = "_replay_commit"
 
@@ -151,6 +154,16 @@ class Fixture:
                 self._template.backup(conn)
 
 
+def load_fixture(path: Path) -> Fixture:
+    """Load a fixture once per file version (a Fixture is read-only bytes: safe to share)."""
+    return _cached_fixture(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_fixture(path: Path, mtime_ns: int) -> Fixture:
+    return Fixture.load(path)
+
+
 class World:
     """One trial's world. Use ``conn`` in tools; ``reset()`` between trials."""
 
@@ -249,7 +262,9 @@ def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
 
 
 def _load_json(conn: sqlite3.Connection, data: Any) -> None:
-    """Tables from ``{"table": [rows...]}`` or ``{"table": {"pk": "col", "rows": [...]}}``.
+    """Tables from ``{"table": [rows...]}``, ``{"table": {"pk": "col", "rows": [...]}}``.
+
+    Also document collections, ``{"users": {"mia_li_3668": {...}}}`` (see ``_documents``).
 
     Without an explicit ``pk``, a column named ``id`` is the primary key. An
     empty table needs its ``columns`` (``{"id": "integer", "name": "text"}``).
@@ -258,6 +273,9 @@ def _load_json(conn: sqlite3.Connection, data: Any) -> None:
         raise ValueError('a JSON fixture is an object of tables: {"table": [rows...]}')
     db = sqlite_utils.Database(conn)
     for table, spec in data.items():
+        if is_documents(spec):
+            load_collection(conn, table, spec)
+            continue
         if isinstance(spec, Mapping):
             rows, pk, columns = spec.get("rows", []), spec.get("pk"), spec.get("columns")
         else:

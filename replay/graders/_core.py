@@ -68,6 +68,8 @@ class Trial:
     """Calls offline replay could not answer (each with its nearest recorded call)."""
     cost: float | None = None
     """What the trial's LLM calls cost (USD), when every model called has a price."""
+    reference: Any = None
+    """The reference solution's outcome, for ``matches_reference`` (``replay._reference``)."""
 
 
 class Grader(Protocol):

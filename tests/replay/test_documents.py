@@ -1,0 +1,162 @@
+"""Document worlds: collections of records keyed by id, on the SQLite world's machinery."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from recorder import ToolEvent, read_cassette, record, tool
+from replay._case import load_case
+from replay._diff import StateDiff
+from replay._documents import Documents
+from replay._modes import Environment, sandbox
+from replay._world import Fixture
+from replay.graders import Assertion, Context, SqliteWorld, Verdict
+
+STATE = {
+    "users": {
+        "mia_li_3668": {"name": {"first": "Mia", "last": "Li"}, "membership": "gold",
+                        "balance": 100, "active": True, "reservations": ["R1", "R2"]},
+        "noah_park_1": {"name": {"first": "Noah", "last": "Park"}, "membership": "silver",
+                        "balance": 12.5, "active": False, "reservations": []},
+    },
+    "reservations": {
+        "R1": {"user_id": "mia_li_3668", "status": "booked", "passengers": [{"n": "Mia"}]},
+        "R2": {"user_id": "mia_li_3668", "status": "booked", "passengers": []},
+    },
+}  # fmt: skip
+
+
+@pytest.fixture
+def fixture(tmp_path: Path) -> Fixture:
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(STATE))
+    return Fixture.load(path)
+
+
+class User(BaseModel):
+    name: dict[str, str]
+    membership: str
+    balance: float | int
+    active: bool
+    reservations: list[str]
+
+
+def test_records_read_back_exactly_and_assertions_read_them(fixture: Fixture) -> None:
+    world = fixture.open()
+    assert Documents(world.conn).dump() == STATE  # ints stay ints, floats floats, bools bools
+    view = SqliteWorld(world.conn)
+    ctx = Context(view, StateDiff())
+    for source in (
+        'users["mia_li_3668"].membership == "gold"',
+        'reservations.count(user_id="mia_li_3668") == 2',
+        'users["noah_park_1"].balance == 12.5',
+        'users["mia_li_3668"].active == True',
+    ):
+        assert Assertion(source).check(ctx).passed, source
+    assert view.get("users", "mia_li_3668")["name"] == {"first": "Mia", "last": "Li"}
+
+
+def test_each_call_captures_its_delta_and_reset_undoes_it(fixture: Fixture, tmp_path: Path) -> None:
+    world = fixture.open()
+    docs = Documents(world.conn, {"users": User})
+
+    @tool(writes=True)
+    def cancel(reservation_id: str) -> str:
+        try:
+            reservation = docs.reservations[reservation_id]
+            reservation["status"] = "cancelled"
+            user = docs.users[reservation["user_id"]]
+            user.reservations.remove(reservation_id)
+            user.balance += 50.0
+            docs.reservations["R9"] = {"user_id": "noah_park_1", "status": "new", "passengers": []}
+            del docs.reservations["R2"]
+        finally:
+            docs.flush()
+        return "ok"
+
+    with record(tmp_path / "t.cassette", world=world.conn):
+        cancel("R1")
+    (event,) = [
+        e for e in read_cassette(tmp_path / "t.cassette").events if isinstance(e, ToolEvent)
+    ]
+    assert event.delta is not None
+    diff = StateDiff.from_delta(event.delta)
+    users = diff.table("users")
+    (update,) = users.updated.values()
+    assert set(update.fields) == {"reservations", "balance"}  # changed fields only
+    assert update.before["balance"] == 100 and update.after["balance"] == 150.0
+    assert list(diff.table("reservations").inserted) == [("R9",)]
+    assert list(diff.table("reservations").deleted) == [("R2",)]
+    assert diff.table("reservations").updated[("R1",)].after == {"status": "cancelled"}
+    world.reset()
+    assert Documents(world.conn).dump() == STATE
+
+
+def test_an_int_to_float_change_is_written(fixture: Fixture) -> None:
+    world = fixture.open()
+    docs = Documents(world.conn)
+    docs.users["mia_li_3668"]["balance"] = 100.0
+    docs.flush()
+    assert isinstance(Documents(world.conn).dump()["users"]["mia_li_3668"]["balance"], float)
+
+
+def test_a_case_on_a_document_world_grades_like_any_other(fixture: Fixture, tmp_path: Path) -> None:
+    fixture_file = tmp_path / "state.json"
+    case_file = tmp_path / "case.yaml"
+    case_file.write_text(
+        yaml.safe_dump(
+            {
+                "id": "cancel-r1",
+                "instruction": "Cancel reservation R1.",
+                "fixture": str(fixture_file),
+                "allowed_tables": ["reservations"],
+                "assert": ['reservations["R1"].status == "cancelled"', "no_side_effects"],
+                "reference_solution": [{"tool": "cancel", "args": {"reservation_id": "R1"}}],
+                "match_reference": {},
+            }
+        )
+    )
+
+    def tools(conn: Any) -> list[Any]:
+        docs = Documents(conn)
+
+        @tool(writes=True)
+        def cancel(reservation_id: str) -> str:
+            docs.reservations[reservation_id]["status"] = "cancelled"
+            docs.flush()
+            return "cancelled"
+
+        @tool(writes=True)
+        def close_account(user_id: str) -> str:
+            docs.users[user_id]["active"] = False
+            docs.flush()
+            return "closed"
+
+        return [cancel, close_account]
+
+    def agent(calls: list[tuple[str, dict[str, Any]]]) -> Any:
+        def run(instruction: str, env: Environment) -> str:
+            for name, args in calls:
+                env.call_tool(name, args)
+            return "done"
+
+        return run
+
+    case = load_case(case_file)
+    url = "http://127.0.0.1:9/v1"
+    good = sandbox(
+        case, agent([("cancel", {"reservation_id": "R1"})]), tools, tmp_path / "a", llm_base_url=url
+    )
+    assert good.outcome.verdict is Verdict.PASS, good.outcome.evidence
+    extra = [("cancel", {"reservation_id": "R1"}), ("close_account", {"user_id": "mia_li_3668"})]
+    bad = sandbox(case, agent(extra), tools, tmp_path / "b", llm_base_url=url)
+    assert bad.outcome.verdict is Verdict.FAIL
+    evidence = "\n".join(bad.outcome.evidence)
+    assert "no_side_effects" in evidence and "users" in evidence
+    assert 'users["mia_li_3668"].active: the fixture has true, the trial false' in evidence
