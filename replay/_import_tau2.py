@@ -1,0 +1,110 @@
+"""``replay import tau2 DOMAIN --out DIR``: a tau2-bench domain as a fixture and case files.
+
+Writes ``DIR/fixture.json`` (the domain's database: a document world) and
+``DIR/cases/<task>.yaml`` for every task with gold actions: the user's
+reason for calling as the instruction, the full user scenario as a
+simulated user's hidden instruction, the gold actions as the reference
+solution, ``match_reference`` on (the world must end as the gold actions
+leave it), and each piece of information the agent must communicate as an
+``answer contains`` assertion. Tasks without gold actions are listed as
+skipped. Run them with ``--tools replay.tau2:<domain>_tools``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import tau2
+
+MULTISETS = {
+    "airline": ["reservations.passengers", "reservations.payment_history", "users.reservations"],
+    "retail": ["orders.payment_history"],
+}
+"""Lists compared in any order: their order is how the agent happened to write them."""
+
+
+@dataclass
+class Imported:
+    """What an import wrote."""
+
+    fixture: Path
+    cases: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """Task ids without gold actions."""
+
+
+def import_domain(domain: str, out: Path) -> Imported:
+    """Write the domain's fixture and one case per task with gold actions into ``out``.
+
+    Raises:
+        ConfigError: tau2 is not installed, or the domain is unknown.
+    """
+    tau2.db_class(domain)  # the domain exists and tau2 imports, before anything is written
+    (out / "cases").mkdir(parents=True, exist_ok=True)
+    fixture = out / "fixture.json"
+    fixture.write_text(json.dumps(tau2.database(domain)), encoding="utf-8")
+    result = Imported(fixture)
+    for task in tau2.tasks(domain):
+        actions = [a for a in task.evaluation_criteria.actions or [] if a.requestor == "assistant"]
+        if not actions:
+            result.skipped.append(str(task.id))
+            continue
+        path = out / "cases" / f"{_slug(str(task.id))}.yaml"
+        path.write_text(_case_yaml(domain, task, actions), encoding="utf-8")
+        result.cases.append(path)
+    return result
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
+
+
+def _case_yaml(domain: str, task: Any, actions: list[Any]) -> str:
+    scenario = task.user_scenario.instructions
+    reason = getattr(scenario, "reason_for_call", None) or str(scenario)
+    known = getattr(scenario, "known_info", None)
+    informs = [str(i) for i in task.evaluation_criteria.communicate_info or []]
+    case: dict[str, Any] = {
+        "id": f"tau2-{domain}-{_slug(str(task.id))}",
+        "suite": "capability",
+        "instruction": "A customer contacts support. What they were told: "
+        + " ".join(" ".join(str(p).split()) for p in (reason, known) if p),
+        "fixture": "../fixture.json",
+        "user": {"instruction": _block(str(scenario))},
+        "match_reference": {"multisets": MULTISETS.get(domain, [])},
+        "assert": [f"answer contains {json.dumps(i)}" for i in informs],
+        "reference_solution": [{"tool": a.name, "args": dict(a.arguments)} for a in actions],
+        "tags": ["tau2", domain],
+    }
+    if informs:
+        case["reference_answer"] = " ".join(informs)
+    if not case["assert"]:
+        del case["assert"]
+    header = f"# tau2-bench {domain} task {task.id}, imported by `replay import tau2`.\n"
+    purpose = getattr(task.description, "purpose", None) if task.description else None
+    if purpose:
+        header += f"# Purpose: {' '.join(str(purpose).split())}\n"
+    return header + yaml.dump(case, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _block(text: str) -> str:
+    """Text a YAML literal block can hold: no tabs, no trailing spaces."""
+    lines = [line.replace("\t", "  ").rstrip() for line in text.strip().splitlines()]
+    return "\n".join(lines)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks, for readers of the case files."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
