@@ -50,7 +50,7 @@ from ._schema import (
     WarningEvent,
     WorldDelta,
 )
-from ._session import unrecorded
+from ._session import patched, unrecorded
 from ._tools import Tool, tool, tool_schema_hash
 from ._writer import write_cassette
 
@@ -95,6 +95,7 @@ __all__ = [
     "__version__",
     "llm_call",
     "net_delta",
+    "patched",
     "playback",
     "read_cassette",
     "record",

@@ -29,6 +29,7 @@ _outside: ContextVar[bool] = ContextVar("agent_replay_outside", default=False)
 _lock = threading.Lock()
 _active: list[Session] = []
 _patches: ExitStack | None = None
+_holds = 0
 
 
 def current_session() -> Session | None:
@@ -68,26 +69,57 @@ def unrecorded() -> Iterator[None]:
         _outside.reset(token)
 
 
+def _install() -> None:
+    global _patches
+    if _patches is None:
+        stack = ExitStack()
+        try:
+            for patch in _all_patches():
+                stack.enter_context(patch)
+        except BaseException:
+            stack.close()
+            raise
+        _patches = stack
+
+
+def _uninstall() -> None:
+    global _patches
+    if not _active and not _holds and _patches is not None:
+        _patches.close()
+        _patches = None
+
+
+@contextmanager
+def patched() -> Iterator[None]:
+    """Keep the interceptors in place across the recordings made inside.
+
+    Each recording otherwise patches them in when it starts and out when it
+    ends (the last one active does): a trial runner making thousands of
+    recordings pays that once instead. With no recording active, the
+    patched calls go through untouched.
+    """
+    global _holds
+    with _lock:
+        _install()
+        _holds += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _holds -= 1
+            _uninstall()
+
+
 def enter(session: Session) -> Token[Session | None]:
     """Make ``session`` active and current; patch interceptors in if it is the first."""
-    global _patches
     with _lock:
-        if not _active:
-            stack = ExitStack()
-            try:
-                for patch in _all_patches():
-                    stack.enter_context(patch)
-            except BaseException:
-                stack.close()
-                raise
-            _patches = stack
+        _install()
         _active.append(session)
     return _current.set(session)
 
 
 def leave(session: Session, token: Token[Session | None]) -> None:
-    """Undo ``enter``; the last session to leave removes the interceptors."""
-    global _patches
+    """Undo ``enter``; the last session to leave removes the interceptors (unless held)."""
     try:
         _current.reset(token)
     except ValueError:  # left from another context (e.g. a generator finalised elsewhere)
@@ -97,9 +129,7 @@ def leave(session: Session, token: Token[Session | None]) -> None:
     with _lock:
         if session in _active:
             _active.remove(session)
-        if not _active and _patches is not None:
-            _patches.close()
-            _patches = None
+        _uninstall()
 
 
 def _all_patches() -> list[Any]:

@@ -1,33 +1,32 @@
 """Running many trials of many cases under one set of pins, into the results store.
 
-One driver loop over a ``concurrent.futures`` executor: trials run in worker
-threads (each in its own recording context and its own in-memory world, so
-they share no interception or world state), and the driver alone writes the
-store. A trial that raises is an ``error`` trial; the run goes on. Resuming
-a run skips the trials already stored.
+One driver loop over a ``concurrent.futures`` executor (``_executors``: this
+process's threads, worker processes, Ray or Dask): it submits batches of
+``_work.run_work``, stores what finishes (the driver alone writes the store),
+and resubmits what a crashed worker lost. A trial that raises is an
+``error`` trial; the run goes on. Resuming a run skips the trials stored.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import traceback
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder import ConfigError, __version__, read_cassette
+from recorder import ConfigError, __version__, patched, read_cassette
 
 from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
 from ._case import Case, load_case
-from ._faults import Fault, FaultInjector, parse_faults
-from ._modes import Mode, TrialResult, load_callable, offline, review, sandbox
+from ._executors import Backend, backend
+from ._faults import Fault, parse_faults
+from ._modes import Mode, load_callable
 from ._store import Store
-from ._user import FrozenUser, LiveUser, UserChannel
-from ._world import World, load_fixture
-from .graders import Judge, Verdict
+from ._work import Done, Job, Work, blob, failed
+from ._world import load_fixture
+from .graders import Judge
 
 
 @dataclass(frozen=True)
@@ -53,6 +52,7 @@ class RunSpec:
     model: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 1
+    """Trials in flight at once, over all workers."""
     allow_env: list[str] = field(default_factory=list)
     """Environment variables named like secrets the agent may still see (sandbox)."""
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -76,13 +76,16 @@ class RunSpec:
     """Faults (``KIND[:TOOL][@RATE]``) injected in every case's trials, after the case's own."""
     fault_seed: int = 0
     """Seeds each trial's fault draws (with the case id and trial index)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Job:
-    case: Case
-    index: int
-    recorded: Path | None
+    executor: Literal["local", "ray", "dask"] = "local"
+    """Where trials run (see ``replay._executors``)."""
+    workers: int = 1
+    """Worker processes (local), Ray actors or Dask workers; 1 locally: this process."""
+    ray_address: str | None = None
+    """A Ray cluster to join (default: ``RAY_ADDRESS``, else a local one is started)."""
+    ship: str | None = None
+    """A folder with the agent's code, shipped to Ray workers as their working directory."""
+    dask_address: str | None = None
+    """A Dask scheduler to use (default: a local cluster)."""
 
 
 def recorded_cassettes(directory: Path) -> dict[str, list[Path]]:
@@ -135,13 +138,12 @@ def execute(
         raise ConfigError("faults are injected in offline and sandbox runs, not in review")
     jobs = _jobs(spec, cases)
     judge = _judge(spec, cases, store)
-    agent = tools = None
-    if spec.mode != "review":
-        if not spec.agent or not spec.tools:
-            raise ConfigError(f"{spec.mode} mode needs --agent MOD:FN and --tools MOD:FN")
-        agent, tools = load_callable(spec.agent), load_callable(spec.tools)
-    elif spec.tools:  # review: the tools run only the reference solutions (matches_reference)
-        tools = load_callable(spec.tools)
+    if spec.mode != "review" and (not spec.agent or not spec.tools):
+        raise ConfigError(f"{spec.mode} mode needs --agent MOD:FN and --tools MOD:FN")
+    if spec.executor == "local":  # fail early; on a cluster the code may live on workers only
+        for named in (spec.agent if spec.mode != "review" else None, spec.tools):
+            if named:
+                load_callable(named)
     if resume:
         if store.run(spec.name) is None:
             raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")
@@ -153,21 +155,136 @@ def execute(
     out.mkdir(parents=True, exist_ok=True)
     if on_trial:
         on_trial(None, 0, len(todo))
-    pool = ThreadPoolExecutor(max_workers=max(1, spec.concurrency))
+    fixtures = {str(c.fixture): c.fixture for c in cases}
+    runner = backend(spec, lambda: {k: blob(load_fixture(p)) for k, p in fixtures.items()})
     try:
-        futures = {pool.submit(_trial, spec, job, agent, tools, out, judge, faults) for job in todo}
-        for count, future in enumerate(as_completed(futures), 1):
-            futures.discard(future)  # let the finished trial (and its world view) go
-            row, grades = _rows(future.result())
-            store.add_trial(spec.name, row, grades)
-            if on_trial:
-                on_trial(f"{row['case_id']}#{row['idx']}: {row['verdict']}", count, len(todo))
+        with patched():  # trials run here (in-process): interceptors installed once
+            _Driver(spec, runner, judge, tuple(faults), out, store, on_trial).run(todo)
     except BaseException:
         # Ctrl-C or a store failure: run nothing more; stored trials stay for --resume.
-        pool.shutdown(wait=False, cancel_futures=True)
+        runner.close()
         raise
-    pool.shutdown(wait=True)
+    runner.close()
     store.finish_run(spec.name)
+
+
+MAX_CRASHES = 2
+"""Times a trial may take its worker down (alone) before it is stored as an ``error``."""
+
+
+class _Driver:
+    """The one loop: submit batches, store what finishes, resubmit what a crash lost.
+
+    When a worker dies, every trial it (or, for a process pool, any worker)
+    had in flight is a suspect: nothing more is submitted until what is in
+    flight has finished, the backend restarts, and the suspects run one at a
+    time, alone — a crash then is the suspect's own. A trial that crashes
+    alone ``MAX_CRASHES`` times is stored as ``error``; the innocent ones
+    run normally and keep their verdicts.
+    """
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        runner: Backend,
+        judge: Judge | None,
+        faults: tuple[Fault, ...],
+        out: Path,
+        store: Store,
+        on_trial: Callable[[str | None, int, int], None] | None,
+    ) -> None:
+        self.spec, self.runner, self.judge, self.faults = spec, runner, judge, faults
+        self.out, self.store, self.on_trial = out, store, on_trial
+        self.count = self.total = 0
+        self.crashes: Counter[tuple[str, int]] = Counter()
+
+    def _work(self, jobs: Sequence[Job]) -> Work:
+        remote = self.runner.remote
+        recorded = {}
+        if remote:
+            recorded = {str(j.recorded): j.recorded.read_bytes() for j in jobs if j.recorded}
+        return Work(
+            self.spec,
+            tuple(jobs),
+            self.judge,
+            self.faults,
+            out=None if remote else str(self.out),
+            recorded=recorded,
+            threads=len(jobs),
+        )
+
+    def run(self, todo: Sequence[Job]) -> None:
+        self.total = len(todo)
+        pending, suspects = deque(todo), deque[Job]()
+        in_flight: dict[Future[list[Done]], tuple[tuple[Job, ...], bool]] = {}
+        broken = False
+
+        def submit(jobs: tuple[Job, ...], alone: bool) -> bool:
+            try:
+                in_flight[self.runner.submit(self._work(jobs))] = (jobs, alone)
+            except Exception as exc:  # a pool a worker just broke refuses new work at once
+                if not self.runner.crashed(exc):
+                    raise
+                suspects.extendleft(reversed(jobs))
+                return False
+            return True
+
+        while pending or suspects or in_flight:
+            if not broken and suspects and not in_flight:
+                broken = not submit((suspects.popleft(),), alone=True)
+            elif not broken and not suspects:
+                while not broken and pending and len(in_flight) < self.runner.slots:
+                    batch = [pending.popleft() for _ in range(min(self.runner.batch, len(pending)))]
+                    broken = not submit(tuple(batch), alone=False)
+            if not in_flight:
+                self.runner.restart()
+                broken = False
+                continue
+            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in finished:
+                jobs, alone = in_flight.pop(future)
+                try:
+                    results = future.result()
+                except Exception as exc:
+                    if not self.runner.crashed(exc):
+                        for job in jobs:
+                            self._store(failed(job, f"{type(exc).__name__}: {exc}"))
+                        continue
+                    broken = True
+                    if not alone:
+                        suspects.extend(jobs)
+                        continue
+                    (job,) = jobs
+                    self.crashes[(job.case.id, job.index)] += 1
+                    if self.crashes[(job.case.id, job.index)] < MAX_CRASHES:
+                        suspects.appendleft(job)
+                    else:
+                        why = (
+                            f"the worker running this trial died {MAX_CRASHES} times, the trial "
+                            f"alone in it (did the agent end its own process?): {exc}"
+                        )
+                        self._store(failed(job, why))
+                    continue
+                for result in results:
+                    self._store(result)
+            if broken and not in_flight:
+                self.runner.restart()
+                broken = False
+
+    def _store(self, result: Done) -> None:
+        row = dict(result.row)
+        for name, data in result.files.items():
+            path = self.out / name
+            tmp = path.with_name(path.name + ".part")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+            if name == f"{result.case_id}-{result.index}.cassette":
+                row["cassette"] = str(path)
+        self.store.add_trial(self.spec.name, row, result.grades)
+        self.count += 1
+        if self.on_trial:
+            verdict = f"{result.case_id}#{result.index}: {row['verdict']}"
+            self.on_trial(verdict, self.count, self.total)
 
 
 def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
@@ -191,7 +308,7 @@ def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
     )
 
 
-def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
+def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[Job]:
     talking = [c for c in cases if c.user is not None] if spec.mode != "review" else []
     if spec.mode == "sandbox":
         if spec.llm == "frozen" and not spec.cassettes:
@@ -214,147 +331,9 @@ def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[_Job]:
             raise ConfigError(f"no cassette for case {case.id!r} in {spec.cassettes}")
         count = len(recorded) if spec.mode == "review" else spec.trials
         jobs += [
-            _Job(case, i, recorded[i % len(recorded)] if recorded else None) for i in range(count)
+            Job(case, i, recorded[i % len(recorded)] if recorded else None) for i in range(count)
         ]
     return jobs
-
-
-_local = threading.local()
-
-
-def _thread_world(job: _Job) -> World | None:
-    """This worker thread's world for the job's fixture: reused across its trials (reset)."""
-    worlds: dict[str, World] = getattr(_local, "worlds", None) or {}
-    _local.worlds = worlds
-    key = str(job.case.fixture)
-    if key not in worlds:
-        worlds[key] = load_fixture(job.case.fixture).open()
-    return worlds[key]
-
-
-def _trial(
-    spec: RunSpec,
-    job: _Job,
-    agent: Any,
-    tools: Any,
-    out: Path,
-    judge: Judge | None,
-    faults: Sequence[Fault],
-) -> TrialResult | _Failed:
-    path = out / f"{job.case.id}-{job.index}.cassette"
-    every = [*job.case.faults, *faults]
-    injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
-    user = None
-    prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
-    common: dict[str, Any] = {
-        "world": _thread_world(job),
-        "index": job.index,
-        "model": spec.model,
-        "settings": spec.settings,
-        "prices": prices,
-        "judge": judge,
-    }
-    try:
-        if job.case.user is not None and spec.mode != "review":
-            if spec.user == "frozen":
-                assert job.recorded is not None
-                user = UserChannel(job.case.user, frozen=FrozenUser(read_cassette(job.recorded)))
-            else:
-                url = spec.user_url or spec.llm_url or ""
-                user = UserChannel(job.case.user, live=LiveUser(url, spec.user_model))
-        if spec.mode == "review":
-            assert job.recorded is not None
-            judge_out = path.with_name(f"{path.stem}.judge.cassette")
-            return review(
-                job.case,
-                job.recorded,
-                job.index,
-                prices,
-                common["world"],
-                judge,
-                judge_out,
-                tools,
-            )
-        if spec.mode == "offline":
-            assert job.recorded is not None
-            return offline(
-                job.case,
-                agent,
-                tools,
-                read_cassette(job.recorded),
-                path,
-                llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
-                llm=spec.llm,
-                faults=injector,
-                user=user,
-                **common,
-            )
-        frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
-        return sandbox(
-            job.case,
-            agent,
-            tools,
-            path,
-            llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
-            frozen=frozen,
-            allow_env=spec.allow_env,
-            faults=injector,
-            user=user,
-            **common,
-        )
-    except Exception as exc:  # a trial that raises is an error trial; the run goes on
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return _Failed(job, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
-
-
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    job: _Job
-    reason: str
-
-
-def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    if isinstance(result, _Failed):
-        case = result.job.case
-        row = {
-            "case_id": case.id,
-            "idx": result.job.index,
-            "suite": case.suite.value,
-            "verdict": Verdict.ERROR.value,
-            "tags": json.dumps(case.tags),
-        }
-        return row, [
-            {"grader": "harness", "verdict": "error", "evidence": json.dumps([result.reason])}
-        ]
-    summary = result.trial.cassette.summary()
-    case = result.trial.case
-    row = {
-        "case_id": result.case_id,
-        "idx": result.index,
-        "suite": case.suite.value,
-        "verdict": result.outcome.verdict.value,
-        "score": result.outcome.score,
-        "cassette": str(result.cassette),
-        "steps": summary.usage.llm_calls or summary.usage.tool_calls,
-        "input_tokens": summary.usage.input_tokens,
-        "output_tokens": summary.usage.output_tokens,
-        "latency": summary.timings.total,
-        "cost": result.trial.cost,
-        "tags": json.dumps(case.tags),
-    }
-    grades = [
-        {
-            "grader": g.grader,
-            "verdict": g.verdict.value,
-            "score": g.score,
-            "veto": int(g.veto),
-            "evidence": json.dumps(list(g.evidence)),
-            "advisory": int(g.advisory),
-            "meta": json.dumps(dict(g.meta)) if g.meta else None,
-        }
-        for g in result.outcome.grades
-    ]
-    return row, grades
 
 
 def _pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:

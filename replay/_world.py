@@ -78,9 +78,9 @@ class Fixture:
         size: Bytes of the database.
     """
 
-    def __init__(self, template: sqlite3.Connection, source: str) -> None:
+    def __init__(self, template: sqlite3.Connection, source: str, hash: str | None = None) -> None:
         self.source = source
-        self.hash = world_hash(template)
+        self.hash = hash or world_hash(template)
         self._data: bytes | None = None
         self._lock = threading.Lock()
         serialize = getattr(template, "serialize", None)
@@ -136,6 +136,18 @@ class Fixture:
         except (sqlite3.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
             conn.close()
             raise FixtureError(f"cannot build the world ({exc})", path=path) from None
+
+    @property
+    def data(self) -> bytes | None:
+        """The database as bytes, to ship to workers (None on Python 3.10: no serialize)."""
+        return self._data
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str, hash: str) -> Fixture:
+        """Rebuild a fixture from ``data`` (see ``data``), e.g. in a worker process."""
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.deserialize(data)  # type: ignore[attr-defined]
+        return cls(conn, source, hash)
 
     def open(self) -> World:
         """Return a fresh world for one trial (costs the fixture's size, once)."""

@@ -75,7 +75,30 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 )
 @click.option("--model", help="Model id for the agent.")
 @click.option("--set", "sets", multiple=True, help="key=value settings for the agent (repeatable).")
-@click.option("--concurrency", "-j", default=1, show_default=True, help="Trials in flight.")
+@click.option(
+    "--concurrency", "-j", default=1, show_default=True, help="Trials in flight, over all workers."
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where trials run: this machine, a Ray cluster or a Dask cluster.",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Worker processes (local: 1 runs trials in this process), Ray actors or Dask workers.",
+)
+@click.option("--ray-address", help="Ray cluster to join [default: RAY_ADDRESS, else a local one].")
+@click.option(
+    "--ship",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder with the agent's code, shipped to Ray workers (their working directory).",
+)
+@click.option("--dask-address", help="Dask scheduler to use [default: a local cluster].")
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 @click.option("--resume", is_flag=True, help="Finish an interrupted run named by --run.")
 @click.option(
@@ -161,6 +184,11 @@ def run(
     user_source: str,
     user_url: str | None,
     user_model: str,
+    executor: str,
+    workers: int,
+    ray_address: str | None,
+    ship: Path | None,
+    dask_address: str | None,
 ) -> None:
     """Run CASES (case files) in one mode and store every trial and grade.
 
@@ -183,6 +211,11 @@ def run(
     (--user-url, default --llm-url) or frozen (--user frozen: its recorded
     turns, from --cassettes), so an agent-only change replays against the
     same user.
+
+    Trials run in this process (threads) by default; --workers N runs them in
+    N worker processes, --executor ray|dask on a cluster (the same run, the
+    same verdicts). A trial whose worker dies is retried alone and stored as
+    error if it takes its worker down twice.
     """
     results = Store(store)
     if resume:
@@ -229,6 +262,11 @@ def run(
             user=user_source,  # type: ignore[arg-type]
             user_url=user_url,
             user_model=user_model,
+            executor=executor,  # type: ignore[arg-type]
+            workers=workers,
+            ray_address=ray_address,
+            ship=str(ship.resolve()) if ship else None,
+            dask_address=dask_address,
         )
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)

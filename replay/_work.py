@@ -1,0 +1,305 @@
+"""The unit of work: trials run from a picklable spec and the fixtures' bytes.
+
+``run_work(work)`` runs a batch of trials (concurrently, in threads: each in
+its own recording context and its own in-memory world, reset between the
+trials a thread runs) and returns, per trial, the row and grades for the
+results store and — when the work runs away from the driver — the cassette
+bytes. It resolves the agent and tools from ``module:function`` itself, and
+builds worlds from the fixtures' bytes without touching a shared file
+system. It never writes the store: the driver alone does.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import traceback
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recorder import patched, read_cassette
+
+from ._case import Case
+from ._faults import Fault, FaultInjector
+from ._modes import TrialResult, load_callable, offline, review, sandbox
+from ._user import FrozenUser, LiveUser, UserChannel
+from ._world import Fixture, World, load_fixture
+from .graders import Judge, Verdict
+
+if TYPE_CHECKING:
+    from ._runner import RunSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One trial to run."""
+
+    case: Case
+    index: int
+    recorded: Path | None
+    """The recorded cassette it replays or grades (review, offline, frozen channels)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    """A fixture as bytes, to rebuild in a worker (``Fixture.from_bytes``)."""
+
+    source: str
+    hash: str
+    data: bytes | None
+    """None on Python 3.10 (no ``serialize``): the worker loads ``source`` itself."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """A batch of trials of one run, as it travels to a worker."""
+
+    spec: RunSpec
+    jobs: tuple[Job, ...]
+    judge: Judge | None = None
+    faults: tuple[Fault, ...] = ()
+    out: str | None = None
+    """Where cassettes go; None: a temporary folder, and their bytes come back."""
+    recorded: Mapping[str, bytes] = field(default_factory=dict)
+    """Recorded cassettes' bytes by path, for workers that cannot read the driver's files."""
+    threads: int = 1
+    """Trials of the batch in flight at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """One finished trial: what the driver stores."""
+
+    case_id: str
+    index: int
+    row: dict[str, Any]
+    grades: list[dict[str, Any]]
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Cassettes by file name, when the work ran away from the driver."""
+
+
+_fixtures: dict[str, Fixture] = {}
+_fixtures_lock = threading.Lock()
+
+
+_held: list[Any] = []
+
+
+def hold_patches() -> None:
+    """Keep the recorder's interceptors in place for the life of this (worker) process."""
+    if not _held:
+        holder = patched()
+        holder.__enter__()
+        _held.append(holder)
+
+
+def install_fixtures(blobs: Mapping[str, Blob]) -> None:
+    """Make fixtures known to this process by source path (once per worker)."""
+    with _fixtures_lock:
+        for key, blob in blobs.items():
+            known = _fixtures.get(key)
+            if known is not None and known.hash == blob.hash:
+                continue
+            if blob.data is not None:
+                _fixtures[key] = Fixture.from_bytes(blob.data, blob.source, blob.hash)
+            else:
+                _fixtures[key] = load_fixture(Path(blob.source))
+
+
+def blob(fixture: Fixture) -> Blob:
+    """A fixture as it travels."""
+    return Blob(fixture.source, fixture.hash, fixture.data)
+
+
+def _fixture(path: Path) -> Fixture:
+    with _fixtures_lock:
+        found = _fixtures.get(str(path))
+    return found if found is not None else load_fixture(path)
+
+
+def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Done]:
+    """Run a batch of trials; every failure is an ``error`` trial, never an exception."""
+    if fixtures:
+        install_fixtures(fixtures)
+    spec = work.spec
+    agent = load_callable(spec.agent) if spec.mode != "review" and spec.agent else None
+    tools = load_callable(spec.tools) if spec.tools else None
+    with patched(), tempfile.TemporaryDirectory(prefix="replay-work-") as tmp:  # (held already
+        # in workers and in a driver running trials itself: then this costs nothing)
+        out = Path(work.out) if work.out else Path(tmp)
+        recorded = _recorded(work, Path(tmp))
+
+        def one(job: Job) -> Done:
+            if job.recorded is not None and str(job.recorded) in recorded:
+                job = Job(job.case, job.index, recorded[str(job.recorded)])
+            result = _trial(spec, job, agent, tools, out, work.judge, work.faults)
+            row, grades = _rows(result)
+            files = {}
+            if work.out is None:
+                for path in sorted(out.glob(f"{job.case.id}-{job.index}.*cassette")):
+                    files[path.name] = path.read_bytes()
+                    path.unlink()
+            return Done(job.case.id, job.index, row, grades, files)
+
+        if work.threads <= 1 or len(work.jobs) == 1:
+            return [one(job) for job in work.jobs]
+        with ThreadPoolExecutor(max_workers=min(work.threads, len(work.jobs))) as pool:
+            return list(pool.map(one, work.jobs))
+
+
+def _recorded(work: Work, tmp: Path) -> dict[str, Path]:
+    paths = {}
+    for n, (original, data) in enumerate(work.recorded.items()):
+        path = tmp / "recorded" / f"{n}.cassette"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        paths[original] = path
+    return paths
+
+
+_local = threading.local()
+
+
+def _thread_world(job: Job) -> World | None:
+    """This worker thread's world for the job's fixture: reused across its trials (reset)."""
+    worlds: dict[str, World] = getattr(_local, "worlds", None) or {}
+    _local.worlds = worlds
+    key = str(job.case.fixture)
+    if key not in worlds:
+        worlds[key] = _fixture(job.case.fixture).open()
+    return worlds[key]
+
+
+def _trial(
+    spec: RunSpec,
+    job: Job,
+    agent: Any,
+    tools: Any,
+    out: Path,
+    judge: Judge | None,
+    faults: Sequence[Fault],
+) -> TrialResult | _Failed:
+    path = out / f"{job.case.id}-{job.index}.cassette"
+    every = [*job.case.faults, *faults]
+    injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
+    user = None
+    prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
+    common: dict[str, Any] = {
+        "world": _thread_world(job),
+        "index": job.index,
+        "model": spec.model,
+        "settings": spec.settings,
+        "prices": prices,
+        "judge": judge,
+    }
+    try:
+        if job.case.user is not None and spec.mode != "review":
+            if spec.user == "frozen":
+                assert job.recorded is not None
+                user = UserChannel(job.case.user, frozen=FrozenUser(read_cassette(job.recorded)))
+            else:
+                url = spec.user_url or spec.llm_url or ""
+                user = UserChannel(job.case.user, live=LiveUser(url, spec.user_model))
+        if spec.mode == "review":
+            assert job.recorded is not None
+            judge_out = path.with_name(f"{path.stem}.judge.cassette")
+            return review(
+                job.case,
+                job.recorded,
+                job.index,
+                prices,
+                common["world"],
+                judge,
+                judge_out,
+                tools,
+            )
+        if spec.mode == "offline":
+            assert job.recorded is not None
+            return offline(
+                job.case,
+                agent,
+                tools,
+                read_cassette(job.recorded),
+                path,
+                llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
+                llm=spec.llm,
+                faults=injector,
+                user=user,
+                **common,
+            )
+        frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
+        return sandbox(
+            job.case,
+            agent,
+            tools,
+            path,
+            llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
+            frozen=frozen,
+            allow_env=spec.allow_env,
+            faults=injector,
+            user=user,
+            **common,
+        )
+    except Exception as exc:  # a trial that raises is an error trial; the run goes on
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return _Failed(job, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    job: Job
+    reason: str
+
+
+def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    if isinstance(result, _Failed):
+        case = result.job.case
+        row = {
+            "case_id": case.id,
+            "idx": result.job.index,
+            "suite": case.suite.value,
+            "verdict": Verdict.ERROR.value,
+            "tags": json.dumps(case.tags),
+        }
+        return row, [
+            {"grader": "harness", "verdict": "error", "evidence": json.dumps([result.reason])}
+        ]
+    summary = result.trial.cassette.summary()
+    case = result.trial.case
+    row = {
+        "case_id": result.case_id,
+        "idx": result.index,
+        "suite": case.suite.value,
+        "verdict": result.outcome.verdict.value,
+        "score": result.outcome.score,
+        "cassette": str(result.cassette),
+        "steps": summary.usage.llm_calls or summary.usage.tool_calls,
+        "input_tokens": summary.usage.input_tokens,
+        "output_tokens": summary.usage.output_tokens,
+        "latency": summary.timings.total,
+        "cost": result.trial.cost,
+        "tags": json.dumps(case.tags),
+    }
+    grades = [
+        {
+            "grader": g.grader,
+            "verdict": g.verdict.value,
+            "score": g.score,
+            "veto": int(g.veto),
+            "evidence": json.dumps(list(g.evidence)),
+            "advisory": int(g.advisory),
+            "meta": json.dumps(dict(g.meta)) if g.meta else None,
+        }
+        for g in result.outcome.grades
+    ]
+    return row, grades
+
+
+def failed(job: Job, reason: str) -> Done:
+    """An ``error`` trial the driver stores for a job that could not run."""
+    row, grades = _rows(_Failed(job, reason))
+    return Done(job.case.id, job.index, row, grades)

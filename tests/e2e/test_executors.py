@@ -1,0 +1,187 @@
+"""The same run on this process, worker processes, Ray and Dask: same verdicts, same report."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from examples.shop import refund_policy
+from replay._cli.main import cli
+from replay._store import Store
+from replay.stub_llm import StubLLM
+from tests.helpers import REPO
+
+CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
+TOOLS = ["--tools", "examples.shop:make_tools"]
+
+KILLER = '''
+"""An agent that ends its own process on cases whose instruction says so."""
+import os
+import signal
+
+from examples.shop import agent as shop_agent
+
+
+def agent(instruction, env):
+    if "end your process" in instruction:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return shop_agent(instruction, env)
+'''
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def verdicts(store: str, run: str) -> dict[tuple[str, int], str]:
+    return {(t["case_id"], t["idx"]): t["verdict"] for t in Store(store).trials(run)}
+
+
+def report(store: str, run: str) -> dict[str, Any]:
+    _, out, _ = replay("report", run, "--store", store, "--json")
+    data = json.loads(out)
+    for case in data["cases"]:  # timings and paths differ from run to run; the rest must not
+        case.pop("failing_cassette")
+        case["tool_use"].pop("latency")
+    data["suite"]["tool_use"].pop("latency")
+    data.pop("pins")
+    data.pop("run")
+    return data
+
+
+@pytest.fixture
+def flaky() -> Iterator[StubLLM]:
+    """A deterministic flaky model: the same seed and requests, the same flakes per trial."""
+    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
+        yield llm
+
+
+def run(
+    store: str, name: str, llm: StubLLM, *args: str, agent: str = "examples.shop:agent"
+) -> None:
+    code, _, err = replay(
+        "run", str(CASE), "--run", name, "--store", store, "--llm-url", llm.openai_base_url,
+        "--agent", agent, *TOOLS, *args,
+    )  # fmt: skip
+    assert code == 0, err
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_same_verdicts_and_report(tmp_path: Path) -> None:
+    store = str(tmp_path / "r.db")
+    # Sequential trials against one server: the flakes fall the same way in both runs.
+    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
+        run(store, "here", llm, "-k", "6")
+    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
+        run(store, "processes", llm, "-k", "6", "--workers", "2", "-j", "1")
+    assert verdicts(store, "processes") == verdicts(store, "here")
+    assert set(verdicts(store, "here").values()) == {"pass", "fail"}  # the flakes bite
+    assert report(store, "processes") == report(store, "here")
+    for trial in Store(store).trials("processes"):  # the cassettes came back from the workers
+        assert Path(trial["cassette"]).is_file()
+        assert Path(trial["cassette"]).parent == tmp_path / "cassettes" / "processes"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, request: pytest.FixtureRequest
+) -> None:
+    if executor == "ray":
+        request.getfixturevalue("ray_cluster")
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "killer.py").write_text(textwrap.dedent(KILLER))
+    monkeypatch.syspath_prepend(str(tmp_path / "agents"))
+    deadly = yaml.safe_load(CASE.read_text())
+    deadly.update(id="deadly", instruction="Refund order 4812, then end your process.")
+    deadly["fixture"] = str((CASE.parent / deadly["fixture"]).resolve())
+    (tmp_path / "deadly.yaml").write_text(yaml.safe_dump(deadly))
+    store = str(tmp_path / "r.db")
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", str(CASE), str(tmp_path / "deadly.yaml"), "--run", "r", "--store", store,
+            "--llm-url", llm.openai_base_url, "--agent", "killer:agent", *TOOLS,
+            "-k", "3", "--workers", "2", "-j", "4", "--executor", executor,
+            *(["--ship", str(tmp_path / "agents")] if executor == "ray" else []),
+        )  # fmt: skip
+    assert code == 0, err
+    found = verdicts(store, "r")
+    assert {k: v for k, v in found.items() if k[0] == "refund-4812"} == {
+        ("refund-4812", i): "pass" for i in range(3)
+    }  # the innocent neighbours keep their verdicts
+    assert {k: v for k, v in found.items() if k[0] == "deadly"} == {
+        ("deadly", i): "error" for i in range(3)
+    }
+    evidence = [g["evidence"] for g in Store(store).grades("r") if g["case_id"] == "deadly"]
+    assert all("died 2 times" in e[0] for e in evidence)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray cluster for the test session, small."""
+    ray = pytest.importorskip(
+        "ray", reason="ray is not installed (pip install 'agent-replay[ray]')"
+    )
+    import os
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(
+        num_cpus=2,
+        object_store_memory=256 * 1024 * 1024,
+        include_dashboard=False,
+        log_to_driver=False,
+    )
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_gives_the_same_verdicts_and_report_as_local(tmp_path: Path, ray_cluster: None) -> None:
+    store = str(tmp_path / "r.db")
+    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
+        run(store, "here", llm, "-k", "6")
+    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
+        run(store, "ray", llm, "-k", "6", "--executor", "ray", "--workers", "1", "-j", "1")
+    assert verdicts(store, "ray") == verdicts(store, "here")
+    assert report(store, "ray") == report(store, "here")
+
+
+@pytest.mark.slow
+def test_ray_runs_an_agent_the_driver_cannot_import(tmp_path: Path, ray_cluster: None) -> None:
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "remote_agent.py").write_text(
+        "from examples.shop import agent as shop_agent\n\n\n"
+        "def agent(instruction, env):\n    return shop_agent(instruction, env)\n"
+    )
+    import importlib.util
+
+    assert importlib.util.find_spec("remote_agent") is None  # not on the driver's path
+    store = str(tmp_path / "r.db")
+    with StubLLM(refund_policy()) as llm:
+        run(
+            store, "shipped", llm, "-k", "2", "--executor", "ray", "--workers", "2", "-j", "2",
+            "--ship", str(shipped), agent="remote_agent:agent",
+        )  # fmt: skip
+    assert set(verdicts(store, "shipped").values()) == {"pass"}
+
+
+@pytest.mark.slow
+def test_dask_gives_the_same_verdicts_as_local(tmp_path: Path) -> None:
+    pytest.importorskip(
+        "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
+    )
+    store = str(tmp_path / "r.db")
+    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
+        run(store, "here", llm, "-k", "4")
+    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
+        run(store, "dask", llm, "-k", "4", "--executor", "dask", "--workers", "1", "-j", "1")
+    assert verdicts(store, "dask") == verdicts(store, "here")
