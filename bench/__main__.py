@@ -3,9 +3,10 @@
 Full run: 10,000-call cassettes and recordings filled to 10,000 requests
 (a few minutes, most of it vcrpy), world resets at fixtures up to 1 GB and
 state diffs of tables up to 1M rows (DeepDiff stopped after 60 s).
-``--quick``: 1,000 calls, a 10 MB fixture, a 10,000-row table, 5 tau2
-tasks, fewer repetitions and fill levels, for a smoke check in well under
-30 seconds. The tau2-bench gold pass runs when tau2 is installed.
+``--quick``: 1,000 calls, a 10 MB fixture, a 10,000-row table, 320
+trials per executor, 5 tau2 tasks, fewer repetitions and fill levels: a
+smoke check in about a minute. Ray, Dask and the tau2-bench gold pass run
+when they are installed.
 Everything is written to a temporary directory.
 """
 
@@ -18,7 +19,7 @@ import sqlite3
 import time
 from importlib.metadata import version
 
-from . import cassette_open, record_overhead, state_diff, tau2_gold, world_reset
+from . import cassette_open, executors, record_overhead, state_diff, tau2_gold, world_reset
 from ._report import ms, secs
 
 
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
     diff = state_diff.run(quick=args.quick)
     print(state_diff.report(diff))
     print()
+    spread = executors.run(quick=args.quick)
+    print(executors.report(spread), flush=True)
+    print()
     gold = tau2_gold.run(quick=args.quick) if tau2_gold.available() else None
     print(tau2_gold.report(gold) if gold else "tau2 gold pass: skipped (tau2 is not installed)")
     print()
@@ -86,6 +90,15 @@ def main(argv: list[str] | None = None) -> None:
             diff.ok,
         ),
     ]
+    local = spread[0]
+    checks.append(
+        (
+            f"local executor within {executors.TARGET:.0%} of the ideal "
+            f"({local.trials:,} trials, {executors.CONCURRENCY} in flight)",
+            f"{local.efficiency:.0%} of the ideal",
+            executors.local_ok(spread),
+        )
+    )
     if gold is not None:
         checks.append(
             (

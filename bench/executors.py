@@ -2,7 +2,7 @@
 
 1,600 trials (``--quick``: 320) of an agent making 10 LLM calls each to a
 model that answers after 50 ms (``_slow_llm``: asyncio, next to no CPU), so
-a trial waits 0.5 s; 64 trials in flight over 2 workers. The ideal wall
+a trial waits 0.5 s; 64 trials in flight over 4 worker processes. The ideal wall
 time is trials x 0.5 s / 64; the per-trial overhead is (wall - ideal) x
 concurrency / trials. The model runs in a process of its own. Every trial
 must pass.
@@ -27,7 +27,7 @@ from ._report import ratio, secs, table
 
 TRIALS, QUICK_TRIALS = 1600, 320
 CONCURRENCY = 64
-WORKERS = 2
+WORKERS = 4
 LATENCY = 0.05
 CALLS = 10
 TARGET = 0.10

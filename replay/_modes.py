@@ -14,7 +14,8 @@
 Every mode writes a cassette for the trial and grades the same ``Trial``.
 
 The agent contract: ``agent(instruction: str, env: Environment) -> str``
-(the final answer), named as ``module:function``; see ``Environment``.
+(the final answer), named as ``module:function``, or the same ``async def``
+(see ``_async``); see ``Environment``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from recorder import (
     tool,
 )
 
+from ._async import resolved
 from ._case import Case
 from ._diff import StateDiff
 from ._faults import FaultInjector
@@ -399,7 +401,7 @@ def _run(
             if env.user is not None:
                 env.user.recording = rec
                 instruction = env.user.opening()
-            answer = agent(instruction, env)
+            answer = resolved(agent(instruction, env))  # async agents too
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except Exception:  # recorded as an error event; the verdict says error

@@ -229,18 +229,25 @@ class _Driver:
                 return False
             return True
 
+        def top_up() -> bool:
+            """Fill the free slots; False when the backend turned out broken."""
+            if suspects and not in_flight:
+                return submit((suspects.popleft(),), alone=True)
+            while not suspects and pending and len(in_flight) < self.runner.slots:
+                batch = [pending.popleft() for _ in range(min(self.runner.batch, len(pending)))]
+                if not submit(tuple(batch), alone=False):
+                    return False
+            return True
+
         while pending or suspects or in_flight:
-            if not broken and suspects and not in_flight:
-                broken = not submit((suspects.popleft(),), alone=True)
-            elif not broken and not suspects:
-                while not broken and pending and len(in_flight) < self.runner.slots:
-                    batch = [pending.popleft() for _ in range(min(self.runner.batch, len(pending)))]
-                    broken = not submit(tuple(batch), alone=False)
+            if not broken:
+                broken = not top_up()
             if not in_flight:
                 self.runner.restart()
                 broken = False
                 continue
             finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            done: list[Done] = []
             for future in finished:
                 jobs, alone = in_flight.pop(future)
                 try:
@@ -265,8 +272,11 @@ class _Driver:
                         )
                         self._store(failed(job, why))
                     continue
-                for result in results:
-                    self._store(result)
+                done += results
+            if not broken:  # refill the slots first: workers wait on nothing while we store
+                broken = not top_up()
+            for result in done:
+                self._store(result)
             if broken and not in_flight:
                 self.runner.restart()
                 broken = False

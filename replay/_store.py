@@ -41,6 +41,10 @@ class Store:
             # Another process (a run being resumed or read) may hold the write lock a moment.
             self.db = sqlite_utils.Database(sqlite3.connect(self.path, timeout=30))
             self.db.conn.execute("PRAGMA journal_mode = WAL")
+            # Each trial is one transaction: WAL + NORMAL keeps it atomic and survives a
+            # crash of the process (a power cut may lose the last trials: --resume reruns
+            # them); FULL would fsync every trial (~1.4 ms of the driver's time each).
+            self.db.conn.execute("PRAGMA synchronous = NORMAL")
             tables = self.db.table_names()
         except sqlite3.DatabaseError as exc:
             raise ConfigError(f"{self.path} is not a results store ({exc})") from None

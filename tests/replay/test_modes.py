@@ -294,3 +294,35 @@ def test_sandbox_an_unrelated_write_fails_no_side_effects_naming_the_table(tmp_p
         "state: failed: no_side_effects: changed inventory "
         "(allowed: emails, ledger, orders, refunds)" in result.outcome.evidence
     )
+
+
+def test_an_async_agent_runs_and_is_recorded(tmp_path: Path) -> None:
+    import json as json_
+
+    from openai import AsyncOpenAI
+
+    async def async_agent(instruction: str, env: Any) -> str:
+        messages: list[Any] = [{"role": "user", "content": instruction}]
+        async with AsyncOpenAI(base_url=env.llm_base_url, api_key="k", max_retries=0) as client:
+            for _ in range(8):
+                reply = await client.chat.completions.create(
+                    model="stub", messages=messages, tools=env.tools
+                )
+                message = reply.choices[0].message
+                if not message.tool_calls:
+                    return message.content or ""
+                messages.append(message.model_dump(exclude_none=True))
+                for call in message.tool_calls:
+                    result = env.call_tool(call.function.name, json_.loads(call.function.arguments))
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": json_.dumps(result)}
+                    )
+        return "out of steps"
+
+    with StubLLM(refund_policy()) as llm:
+        result = sandbox(
+            CASE, async_agent, make_tools, tmp_path / "a.cassette", llm_base_url=llm.openai_base_url
+        )
+    assert result.outcome.verdict is Verdict.PASS, result.outcome.evidence
+    summary = read_cassette(tmp_path / "a.cassette").summary()
+    assert summary.usage.llm_calls == 6 and summary.usage.tool_calls == 5
