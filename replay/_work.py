@@ -134,10 +134,13 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
         recorded = _recorded(work, Path(tmp))
 
         def one(job: Job) -> Done:
-            if job.recorded is not None and str(job.recorded) in recorded:
-                job = Job(job.case, job.index, recorded[str(job.recorded)])
+            original = job.recorded
+            if original is not None and str(original) in recorded:
+                job = Job(job.case, job.index, recorded[str(original)])
             result = _trial(spec, job, agent, tools, out, work.judge, work.faults)
             row, grades = _rows(result)
+            if spec.mode == "review" and original is not None:
+                row["cassette"] = str(original)  # what was graded: the driver's file
             files = {}
             if work.out is None:
                 for path in sorted(out.glob(f"{job.case.id}-{job.index}.*cassette")):

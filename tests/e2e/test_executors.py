@@ -185,3 +185,16 @@ def test_dask_gives_the_same_verdicts_as_local(tmp_path: Path) -> None:
     with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
         run(store, "dask", llm, "-k", "4", "--executor", "dask", "--workers", "1", "-j", "1")
     assert verdicts(store, "dask") == verdicts(store, "here")
+
+
+@pytest.mark.slow
+def test_review_in_worker_processes_points_at_the_recorded_cassettes(tmp_path: Path) -> None:
+    store = str(tmp_path / "r.db")
+    code, _, err = replay(
+        "run", str(CASE), "--run", "r", "--store", store, "--mode", "review",
+        "--cassettes", str(REPO / "cassettes"), "--workers", "2",
+    )  # fmt: skip
+    assert code == 0, err
+    (trial,) = Store(store).trials("r")
+    assert trial["verdict"] == "pass"
+    assert trial["cassette"] == str(REPO / "cassettes" / "refund-4812.cassette")
