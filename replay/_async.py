@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _loop: asyncio.AbstractEventLoop | None = None
+_tasks: set[asyncio.Task[None]] = set()
 _lock = threading.Lock()
 
 
@@ -44,8 +45,13 @@ def wait_for(awaitable: Awaitable[T]) -> T:
         except BaseException as exc:  # handed to the waiting thread as it is
             done.set_exception(exc)
 
-    # A task copies the context current when it is created: create it inside ours.
-    loop.call_soon_threadsafe(lambda: context.run(loop.create_task, run()))
+    def start() -> None:
+        # A task copies the context current when it is created: create it inside ours.
+        task = context.run(loop.create_task, run())
+        _tasks.add(task)  # the loop keeps only weak references to its tasks
+        task.add_done_callback(_tasks.discard)
+
+    loop.call_soon_threadsafe(start)
     return done.result()
 
 

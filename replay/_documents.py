@@ -129,7 +129,7 @@ def decode_row(kinds: Mapping[str, str], row: Mapping[str, Any]) -> dict[str, An
 def _plain(value: Any) -> Any:
     """A record (dict or pydantic model) as plain JSON data, as stored."""
     if isinstance(value, BaseModel):  # values set without validation may not fit: keep them
-        value = value.model_dump(warnings=False)
+        return value.model_dump(mode="json", warnings=False)  # enums, datetimes as JSON has them
     return json.loads(json.dumps(value, default=str))
 
 
@@ -229,7 +229,10 @@ class Collection(MutableMapping[str, Any]):
             if loaded is None:
                 self._insert(key, fields)
             else:
-                changed = {f: v for f, v in fields.items() if not _same(v, loaded.get(f))}
+                gone = {f: None for f in loaded.keys() - fields.keys()}  # deleted fields read None
+                changed = {
+                    f: v for f, v in {**fields, **gone}.items() if not _same(v, loaded.get(f))
+                }
                 if changed:
                     sets = ", ".join(f"{_q(f)} = ?" for f in changed)
                     conn.execute(

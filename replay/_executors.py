@@ -27,9 +27,11 @@ import itertools
 import math
 import multiprocessing
 import os
+import pickle
 import sys
 import tempfile
 import threading
+import traceback
 import zipfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -101,17 +103,31 @@ class WorkerDied(Exception):
     """The worker process running a batch exited before answering."""
 
 
+def _packed(future: Future[list[Done]]) -> bytes:
+    """A finished batch as bytes; an answer that cannot be pickled becomes an error that can."""
+    try:
+        error = future.exception()
+        return pickle.dumps((None, error) if error is not None else (future.result(), None))
+    except Exception as exc:
+        trace = "".join(traceback.format_exception(exc)).strip().splitlines()[-1]
+        return pickle.dumps((None, RuntimeError(f"the worker could not send its answer: {trace}")))
+
+
 def _actor_main(conn: Connection, path: list[str], blobs: Mapping[str, Blob], threads: int) -> None:
     """A worker process: runs the batches it is sent in threads, answers each when done."""
-    _start_worker(path, blobs)
+    try:
+        _start_worker(path, blobs)
+    except BaseException as exc:
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
     lock = threading.Lock()
     pool = ThreadPoolExecutor(max_workers=threads)
 
     def answer(key: int, future: Future[list[Done]]) -> None:
-        error = future.exception()
-        message = (key, None, error) if error is not None else (key, future.result(), None)
-        with lock:
-            conn.send(message)
+        data = _packed(future)
+        with lock, contextlib.suppress(OSError):  # the driver may be gone
+            conn.send((key, data))
 
     while True:
         try:
@@ -126,8 +142,16 @@ def _actor_main(conn: Connection, path: list[str], blobs: Mapping[str, Blob], th
     conn.close()
 
 
+STARTUP_S = 120.0
+"""Seconds a new worker process may take to import and load its fixtures."""
+
+
 class _Actor:
-    """The driver's side of one worker process: send batches, resolve their futures."""
+    """The driver's side of one worker process: send batches, resolve their futures.
+
+    Raises:
+        ConfigError: The worker could not start (its fixtures, its import path).
+    """
 
     def __init__(self, context: Any, path: list[str], blobs: Mapping[str, Blob], threads: int):
         self.conn, child = context.Pipe()
@@ -136,6 +160,16 @@ class _Actor:
         )
         self.process.start()
         child.close()
+        status, detail = "failed", "it exited at once"
+        with contextlib.suppress(EOFError, OSError):
+            if self.conn.poll(STARTUP_S):
+                status, detail = self.conn.recv()
+            else:
+                detail = f"it did not start within {STARTUP_S:g} s"
+        if status != "ready":
+            self.process.kill()
+            self.process.join()
+            raise ConfigError(f"a worker process could not start: {detail}")
         self.futures: dict[int, Future[list[Done]]] = {}
         self.lock = threading.Lock()
         self.alive = True
@@ -145,11 +179,15 @@ class _Actor:
     def _read(self) -> None:
         while True:
             try:
-                key, result, error = self.conn.recv()
+                key, data = self.conn.recv()
             except (EOFError, OSError):
                 break
             with self.lock:
                 future = self.futures.pop(key)
+            try:
+                result, error = pickle.loads(data)
+            except Exception as exc:  # e.g. an exception class the driver cannot rebuild
+                result, error = None, RuntimeError(f"cannot read the worker's answer: {exc!r}")
             if error is not None:
                 future.set_exception(error)
             else:
@@ -345,7 +383,8 @@ class OnDask(Backend):
             self._client = Client(self._cluster)
         self._client.run(_start_worker, [os.getcwd(), *sys.path], dict(blobs))
         self.slots = max(1, spec.concurrency)
-        self._executor: Executor = self._client.get_executor()
+        # pure=False: a trial resubmitted after a crash must run again, not hit the cache.
+        self._executor: Executor = self._client.get_executor(pure=False)
 
     def submit(self, work: Work) -> Future[list[Done]]:
         return self._executor.submit(run_work, work)

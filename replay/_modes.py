@@ -404,7 +404,9 @@ def _run(
             answer = resolved(agent(instruction, env))  # async agents too
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
-    except Exception:  # recorded as an error event; the verdict says error
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # recorded as an error event (SystemExit too); the verdict says error
         pass
     return read_cassette(out)
 

@@ -77,22 +77,23 @@ def _calls(case: Any) -> str:
 @functools.lru_cache(maxsize=256)
 def _cached(case_id: str, fixture: str, mtime: int, calls: str, tools: Any) -> Reference:
     world = load_fixture(Path(fixture)).open()
-    by_name = {t.name: t for t in tools(world.conn)}
-    failed = []
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "reference.cassette"
-        with record(
-            path, world=world.conn, case_id=case_id, pins=Pins(fixture_hash=world.fixture.hash)
-        ):
-            for name, args in json.loads(calls):
-                try:
-                    by_name[name](**args)
-                except Exception as exc:  # tau2-bench skips gold actions that fail
-                    failed.append(f"{name}: {type(exc).__name__}: {exc}")
-        diff = StateDiff.from_delta(read_cassette(path).summary().state_diff or {})
-    view = SqliteWorld(world.conn)
-    rows = {(table, key): view.get(table, _one(key)) for table, key in touched(diff)}
-    world.close()
+    try:
+        by_name = {t.name: t for t in tools(world.conn)}
+        failed = []
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "reference.cassette"
+            pins = Pins(fixture_hash=world.fixture.hash)
+            with record(path, world=world.conn, case_id=case_id, pins=pins):
+                for name, args in json.loads(calls):
+                    try:
+                        by_name[name](**args)
+                    except Exception as exc:  # tau2-bench skips gold actions that fail
+                        failed.append(f"{name}: {type(exc).__name__}: {exc}")
+            diff = StateDiff.from_delta(read_cassette(path).summary().state_diff or {})
+        view = SqliteWorld(world.conn)
+        rows = {(table, key): view.get(table, _one(key)) for table, key in touched(diff)}
+    finally:
+        world.close()
     return Reference(diff, rows, tuple(failed))
 
 

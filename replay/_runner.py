@@ -225,7 +225,10 @@ class _Driver:
             except Exception as exc:  # a pool a worker just broke refuses new work at once
                 if not self.runner.crashed(exc):
                     raise
-                suspects.extendleft(reversed(jobs))
+                if alone:  # a fresh worker died on it: it counts (no endless restarts)
+                    self._crash(jobs[0], exc, suspects)
+                else:
+                    suspects.extendleft(reversed(jobs))
                 return False
             return True
 
@@ -261,16 +264,7 @@ class _Driver:
                     if not alone:
                         suspects.extend(jobs)
                         continue
-                    (job,) = jobs
-                    self.crashes[(job.case.id, job.index)] += 1
-                    if self.crashes[(job.case.id, job.index)] < MAX_CRASHES:
-                        suspects.appendleft(job)
-                    else:
-                        why = (
-                            f"the worker running this trial died {MAX_CRASHES} times, the trial "
-                            f"alone in it (did the agent end its own process?): {exc}"
-                        )
-                        self._store(failed(job, why))
+                    self._crash(jobs[0], exc, suspects)
                     continue
                 done += results
             if not broken:  # refill the slots first: workers wait on nothing while we store
@@ -280,6 +274,18 @@ class _Driver:
             if broken and not in_flight:
                 self.runner.restart()
                 broken = False
+
+    def _crash(self, job: Job, exc: BaseException, suspects: deque[Job]) -> None:
+        """A worker died running ``job`` alone: retry it, or store it as an error."""
+        self.crashes[(job.case.id, job.index)] += 1
+        if self.crashes[(job.case.id, job.index)] < MAX_CRASHES:
+            suspects.appendleft(job)
+            return
+        why = (
+            f"the worker running this trial died {MAX_CRASHES} times, the trial alone in it "
+            f"(did the agent end its own process?): {exc}"
+        )
+        self._store(failed(job, why))
 
     def _store(self, result: Done) -> None:
         row = dict(result.row)

@@ -125,7 +125,8 @@ class FrozenUser:
     """A user answering turn by turn from a recorded cassette."""
 
     def __init__(self, cassette: Cassette) -> None:
-        self._turns = [e for e in cassette.events if isinstance(e, UserEvent) and e.reply]
+        # Every answered turn, a bare ###STOP### (reply "") included.
+        self._turns = [e for e in cassette.events if isinstance(e, UserEvent) and e.error is None]
         self.path = cassette.path
         self.misses: list[FixtureUnsupported] = []
 

@@ -27,7 +27,7 @@ from ._case import Case
 from ._faults import Fault, FaultInjector
 from ._modes import TrialResult, load_callable, offline, review, sandbox
 from ._user import FrozenUser, LiveUser, UserChannel
-from ._world import Fixture, World, load_fixture
+from ._world import Fixture, World, load_fixture, ship
 from .graders import Judge, Verdict
 
 if TYPE_CHECKING:
@@ -82,7 +82,6 @@ class Done:
     """Cassettes by file name, when the work ran away from the driver."""
 
 
-_fixtures: dict[str, Fixture] = {}
 _fixtures_lock = threading.Lock()
 
 
@@ -101,24 +100,13 @@ def install_fixtures(blobs: Mapping[str, Blob]) -> None:
     """Make fixtures known to this process by source path (once per worker)."""
     with _fixtures_lock:
         for key, blob in blobs.items():
-            known = _fixtures.get(key)
-            if known is not None and known.hash == blob.hash:
-                continue
-            if blob.data is not None:
-                _fixtures[key] = Fixture.from_bytes(blob.data, blob.source, blob.hash)
-            else:
-                _fixtures[key] = load_fixture(Path(blob.source))
+            if blob.data is not None:  # (Python 3.10 cannot deserialize: the file is read)
+                ship(key, Fixture.from_bytes(blob.data, blob.source, blob.hash))
 
 
 def blob(fixture: Fixture) -> Blob:
     """A fixture as it travels."""
     return Blob(fixture.source, fixture.hash, fixture.data)
-
-
-def _fixture(path: Path) -> Fixture:
-    with _fixtures_lock:
-        found = _fixtures.get(str(path))
-    return found if found is not None else load_fixture(path)
 
 
 def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Done]:
@@ -143,9 +131,11 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
                 row["cassette"] = str(original)  # what was graded: the driver's file
             files = {}
             if work.out is None:
-                for path in sorted(out.glob(f"{job.case.id}-{job.index}.*cassette")):
-                    files[path.name] = path.read_bytes()
-                    path.unlink()
+                for suffix in (".cassette", ".judge.cassette"):
+                    path = out / f"{job.case.id}-{job.index}{suffix}"
+                    if path.exists():
+                        files[path.name] = path.read_bytes()
+                        path.unlink()
             return Done(job.case.id, job.index, row, grades, files)
 
         if work.threads <= 1 or len(work.jobs) == 1:
@@ -173,7 +163,7 @@ def _thread_world(job: Job) -> World | None:
     _local.worlds = worlds
     key = str(job.case.fixture)
     if key not in worlds:
-        worlds[key] = _fixture(job.case.fixture).open()
+        worlds[key] = load_fixture(job.case.fixture).open()
     return worlds[key]
 
 
@@ -187,19 +177,19 @@ def _trial(
     faults: Sequence[Fault],
 ) -> TrialResult | _Failed:
     path = out / f"{job.case.id}-{job.index}.cassette"
-    every = [*job.case.faults, *faults]
-    injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
     user = None
     prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
-    common: dict[str, Any] = {
-        "world": _thread_world(job),
-        "index": job.index,
-        "model": spec.model,
-        "settings": spec.settings,
-        "prices": prices,
-        "judge": judge,
-    }
     try:
+        every = [*job.case.faults, *faults]
+        injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
+        common: dict[str, Any] = {
+            "world": _thread_world(job),
+            "index": job.index,
+            "model": spec.model,
+            "settings": spec.settings,
+            "prices": prices,
+            "judge": judge,
+        }
         if job.case.user is not None and spec.mode != "review":
             if spec.user == "frozen":
                 assert job.recorded is not None
@@ -247,7 +237,9 @@ def _trial(
             user=user,
             **common,
         )
-    except Exception as exc:  # a trial that raises is an error trial; the run goes on
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a trial that raises (even SystemExit) is an error trial
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return _Failed(job, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
 

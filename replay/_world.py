@@ -166,8 +166,23 @@ class Fixture:
                 self._template.backup(conn)
 
 
+_shipped: dict[str, Fixture] = {}
+"""Fixtures sent to this (worker) process as bytes, by the driver's path for them."""
+
+
+def ship(path: str, fixture: Fixture) -> None:
+    """Make ``fixture`` what ``load_fixture(path)`` returns here (no file is read)."""
+    _shipped[path] = fixture
+
+
 def load_fixture(path: Path) -> Fixture:
-    """Load a fixture once per file version (a Fixture is read-only bytes: safe to share)."""
+    """Load a fixture once per file version (a Fixture is read-only bytes: safe to share).
+
+    In a worker, a fixture the driver shipped as bytes is used instead of the file.
+    """
+    shipped = _shipped.get(str(path))
+    if shipped is not None:
+        return shipped
     return _cached_fixture(path, path.stat().st_mtime_ns)
 
 

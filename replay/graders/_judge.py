@@ -106,7 +106,7 @@ class Judge:
                     "settings": self.settings,
                     "rubric_hash": dimension.hash,
                     "dimension": dimension.name,
-                    "cassette": str(cassette),
+                    "cassette": cassette.name,  # beside the trial's cassette
                 }
                 grades.append(
                     Grade(
@@ -153,9 +153,14 @@ def parse_verdict(raw: bytes) -> tuple[Verdict, str]:
         message = json.loads(raw)["choices"][0]["message"]
     except (ValueError, KeyError, IndexError, TypeError):
         return Verdict.UNKNOWN, "judge response is not a chat completion"
+    if not isinstance(message, dict):
+        return Verdict.UNKNOWN, "judge response is not a chat completion"
     if message.get("refusal"):
         return Verdict.UNKNOWN, f"judge refused: {str(message['refusal'])[:200]}"
-    content = (message.get("content") or "").strip()
+    content = message.get("content") or ""
+    if not isinstance(content, str):
+        return Verdict.UNKNOWN, f"judge answered content that is not text: {content!r:.200}"
+    content = content.strip()
     fenced = _FENCE.match(content)
     try:
         data = json.loads(fenced.group(1) if fenced else content)

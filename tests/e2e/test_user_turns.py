@@ -146,3 +146,22 @@ def test_a_frozen_user_past_its_recording_is_unsupported(
     with pytest.raises(FixtureUnsupported, match="user turn 3"):
         user.say("I refunded it.")
     assert user.frozen is not None and len(user.frozen.misses) == 1
+
+
+def test_a_bare_stop_is_a_turn_a_frozen_user_replays(
+    recorded: tuple[str, Path, Cassette],
+) -> None:
+    from types import SimpleNamespace
+
+    from replay._case import load_case
+    from replay._user import FrozenUser, UserChannel
+
+    _, _, cassette = recorded
+    bare = [e.model_copy(update={"reply": ""}) if isinstance(e, UserEvent) and e.stop else e
+            for e in cassette.events]  # fmt: skip
+    spec = load_case(CASE).user
+    assert spec is not None
+    user = UserChannel(spec, frozen=FrozenUser(SimpleNamespace(events=bare, path=None)))  # type: ignore[arg-type]
+    user.opening()
+    assert user.say("Sure, which order number is it?") == "It's order 4812."
+    assert user.say("Refunded.") is None and user.ended  # the stop, though it said nothing

@@ -160,3 +160,29 @@ def test_a_case_on_a_document_world_grades_like_any_other(fixture: Fixture, tmp_
     evidence = "\n".join(bad.outcome.evidence)
     assert "no_side_effects" in evidence and "users" in evidence
     assert 'users["mia_li_3668"].active: the fixture has true, the trial false' in evidence
+
+
+def test_deleted_fields_and_enums_are_written_back(fixture: Fixture) -> None:
+    import enum
+
+    class Tier(enum.Enum):
+        GOLD = "gold"
+        SILVER = "silver"
+
+    class Member(BaseModel):
+        name: dict[str, str]
+        membership: Tier
+        balance: float | int
+        active: bool
+        reservations: list[str]
+
+    world = fixture.open()
+    docs = Documents(world.conn, {"users": Member})
+    docs.users["noah_park_1"].membership = Tier.GOLD
+    docs.flush()
+    assert Documents(world.conn).dump()["users"]["noah_park_1"]["membership"] == "gold"
+    assert Documents(world.conn, {"users": Member}).users["noah_park_1"].membership is Tier.GOLD
+    plain = Documents(world.conn)
+    del plain.reservations["R1"]["passengers"]
+    plain.flush()
+    assert Documents(world.conn).dump()["reservations"]["R1"]["passengers"] is None

@@ -40,6 +40,8 @@ def completion(content: str | None, **message: object) -> bytes:
         (completion(None, refusal="I can't grade this."), Verdict.UNKNOWN),
         (b"<html>bad gateway</html>", Verdict.UNKNOWN),
         (b'{"choices": []}', Verdict.UNKNOWN),
+        (b'{"choices": [{"message": "pass"}]}', Verdict.UNKNOWN),
+        (completion([{"type": "text", "text": '{"verdict": "pass"}'}]), Verdict.UNKNOWN),  # type: ignore[arg-type]
     ],
 )
 def test_only_the_json_contract_gives_pass_or_fail(raw: bytes, verdict: Verdict) -> None:

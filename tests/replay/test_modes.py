@@ -326,3 +326,16 @@ def test_an_async_agent_runs_and_is_recorded(tmp_path: Path) -> None:
     assert result.outcome.verdict is Verdict.PASS, result.outcome.evidence
     summary = read_cassette(tmp_path / "a.cassette").summary()
     assert summary.usage.llm_calls == 6 and summary.usage.tool_calls == 5
+
+
+def test_an_agent_that_exits_is_an_error_trial_not_the_end_of_the_run(tmp_path: Path) -> None:
+    import sys
+
+    def quitter(instruction: str, env: Any) -> str:
+        sys.exit(3)
+
+    result = sandbox(
+        CASE, quitter, make_tools, tmp_path / "q.cassette", llm_base_url="http://127.0.0.1:9/v1"
+    )
+    assert result.outcome.verdict is Verdict.ERROR
+    assert any("SystemExit" in e for e in result.outcome.evidence)
