@@ -19,6 +19,7 @@ from . import _session
 from ._capture import ChangeCapture, world_hash
 from ._derive import footer_for
 from ._errors import SandboxViolation
+from ._reader import Cassette
 from ._redact import Redaction, Secrets
 from ._schema import (
     ErrorEvent,
@@ -159,6 +160,9 @@ class Recording:
             started_at=wall_clock().isoformat(),
             recorder_version=__version__,
         )
+        self._header = header
+        self.cassette: Cassette | None = None
+        """The cassette as written, once the recording is closed (no need to read it back)."""
         self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
         # After the writer: if the file cannot be created, the user's connection is untouched.
         try:
@@ -230,6 +234,7 @@ class Recording:
         with self._lock:
             self._closed = True
             self._writer.close(footer)
+            self.cassette = Cassette(self.path, self._header, list(self._events), footer, None)
 
     # -- what interceptors call ----------------------------------------------
 

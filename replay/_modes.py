@@ -40,6 +40,7 @@ from recorder import (
     HttpEvent,
     Pins,
     Playback,
+    Recording,
     Tool,
     llm_call,
     read_cassette,
@@ -382,6 +383,7 @@ def _run(
 ) -> Cassette:
     """Run the agent inside a recording; an agent that raises is recorded, not propagated."""
     user = {"mode": mode, **(faults.pins() if faults is not None else {})}
+    rec: Recording | None = None
     try:
         with record(
             out,
@@ -408,7 +410,8 @@ def _run(
         raise
     except BaseException:  # recorded as an error event (SystemExit too); the verdict says error
         pass
-    return read_cassette(out)
+    written = rec.cassette if rec is not None else None
+    return written if written is not None else read_cassette(out)
 
 
 def _graded(
