@@ -1,4 +1,8 @@
-"""The benchmark's agent: 10 LLM calls through httpx, one tool call, no thinking of its own."""
+"""The benchmark's agents: 10 LLM calls through httpx, one tool call, no thinking of their own.
+
+``agent`` blocks (a thread per trial in flight); ``async_agent`` is the same
+written ``async def`` (its trials run as tasks on one event loop per worker).
+"""
 
 from __future__ import annotations
 
@@ -33,6 +37,23 @@ def agent(instruction: str, env: Any) -> str:
     for n in range(CALLS):
         body = {"model": "bench", "messages": [{"role": "user", "content": f"{instruction} {n}"}]}
         client.post("chat/completions", json=body).raise_for_status()
+    env.call_tool("note", {"text": instruction})
+    return "done"
+
+
+_async_clients: dict[str, httpx.AsyncClient] = {}
+
+
+async def async_agent(instruction: str, env: Any) -> str:
+    """``agent`` with ``async def`` and an ``httpx.AsyncClient`` (one per endpoint and loop)."""
+    client = _async_clients.get(env.llm_base_url)
+    if client is None:  # the runner has one event loop per process: no lock needed
+        limits = httpx.Limits(max_connections=1024, max_keepalive_connections=1024)
+        client = httpx.AsyncClient(base_url=env.llm_base_url, timeout=30, limits=limits)
+        _async_clients[env.llm_base_url] = client
+    for n in range(CALLS):
+        body = {"model": "bench", "messages": [{"role": "user", "content": f"{instruction} {n}"}]}
+        (await client.post("chat/completions", json=body)).raise_for_status()
     env.call_tool("note", {"text": instruction})
     return "done"
 

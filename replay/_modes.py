@@ -20,16 +20,18 @@ The agent contract: ``agent(instruction: str, env: Environment) -> str``
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import json
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 from recorder import (
@@ -60,6 +62,10 @@ from ._world import World, load_fixture
 from .graders import Grade, Judge, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
 
 Mode = Literal["review", "offline", "sandbox"]
+T = TypeVar("T")
+P = ParamSpec("P")
+Steps = Generator[Any, Any, T]
+"""A trial as steps: it yields the agent's answer to resolve (a coroutine for async agents)."""
 ToolFactory = Callable[[sqlite3.Connection], Sequence[Tool[..., Any]]]
 
 
@@ -223,7 +229,7 @@ def review(
     )
 
 
-def sandbox(
+def sandbox_steps(
     case: Case,
     agent: Agent,
     tools: ToolFactory,
@@ -240,8 +246,11 @@ def sandbox(
     judge: Judge | None = None,
     faults: FaultInjector | None = None,
     user: UserChannel | None = None,
-) -> TrialResult:
+) -> Steps[TrialResult]:
     """Run the agent against a fresh world with real tools; record and grade the trial.
+
+    As steps: it yields the agent's answer (a coroutine, for async agents) for
+    its driver to resolve (``drive``, ``drive_async``); ``sandbox`` drives it.
 
     Environment variables named like secrets are hidden from the agent unless
     listed in ``allow_env``. With a ``judge``, the case's rubric is judged; its
@@ -264,7 +273,9 @@ def sandbox(
     )
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
-        cassette = _run(case, agent, env, world, out, index, "sandbox", source, (host,), faults)
+        cassette = yield from _run_steps(
+            case, agent, env, world, out, index, "sandbox", source, (host,), faults
+        )
     missed = [*(source.misses if source else []), *_user_misses(user)]
     misses = tuple(dict.fromkeys(str(m) for m in missed))
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
@@ -284,7 +295,7 @@ def sandbox(
     )
 
 
-def offline(
+def offline_steps(
     case: Case,
     agent: Agent,
     tools: ToolFactory,
@@ -301,8 +312,8 @@ def offline(
     judge: Judge | None = None,
     faults: FaultInjector | None = None,
     user: UserChannel | None = None,
-) -> TrialResult:
-    """Run the agent with every tool call answered from ``recorded``; record and grade."""
+) -> Steps[TrialResult]:
+    """``offline``, as steps (see ``sandbox_steps``)."""
     started = time.perf_counter()
     world = _world_for(case, world)
     originals = list(tools(world.conn))  # for their schemas and effects only: nothing runs
@@ -316,7 +327,9 @@ def offline(
     source = Playback(recorded) if llm == "frozen" else None
     if source is not None:
         env.llm_base_url = recorded_base_url(recorded) or llm_base_url
-    cassette = _run(case, agent, env, world, out, index, "offline", source, None, faults)
+    cassette = yield from _run_steps(
+        case, agent, env, world, out, index, "offline", source, None, faults
+    )
     misses = [*player.misses, *(source.misses if source else []), *_user_misses(user)]
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return _graded(
@@ -333,6 +346,58 @@ def offline(
         user=user,
         tools=tools,
     )
+
+
+def _driven(steps: Callable[P, Steps[T]]) -> Callable[P, T]:
+    """The plain function of a steps function: the same arguments, driven here."""
+
+    @functools.wraps(steps)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return drive(steps(*args, **kwargs))
+
+    return run
+
+
+sandbox = _driven(sandbox_steps)
+offline = _driven(offline_steps)
+
+
+def drive(steps: Steps[T]) -> T:
+    """Run steps here: what they yield is resolved in this thread and sent back.
+
+    A coroutine runs on the shared loop (see ``_async``); an exception is
+    thrown back in.
+    """
+    return _drive(steps, resolved)
+
+
+def _drive(steps: Steps[T], resolve: Callable[[Any], Any]) -> T:
+    try:
+        value = next(steps)
+        while True:
+            try:
+                result = resolve(value)
+            except BaseException as exc:  # the agent's: its recording records it
+                value = steps.throw(exc)
+            else:
+                value = steps.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def drive_async(steps: Steps[T]) -> T:
+    """Run steps on the running event loop: what they yield is awaited here."""
+    try:
+        value = next(steps)
+        while True:
+            try:
+                result = await value if inspect.isawaitable(value) else value
+            except BaseException as exc:
+                value = steps.throw(exc)
+            else:
+                value = steps.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 def _user_misses(user: UserChannel | None) -> list[Any]:
@@ -369,7 +434,7 @@ def _replayed_tool(
     return call
 
 
-def _run(
+def _run_steps(
     case: Case,
     agent: Agent,
     env: Environment,
@@ -380,7 +445,7 @@ def _run(
     source: Playback | None,
     allowed_hosts: tuple[str, ...] | None,
     faults: FaultInjector | None = None,
-) -> Cassette:
+) -> Steps[Cassette]:
     """Run the agent inside a recording; an agent that raises is recorded, not propagated."""
     user = {"mode": mode, **(faults.pins() if faults is not None else {})}
     rec: Recording | None = None
@@ -403,7 +468,7 @@ def _run(
             if env.user is not None:
                 env.user.recording = rec
                 instruction = env.user.opening()
-            answer = resolved(agent(instruction, env))  # async agents too
+            answer = yield agent(instruction, env)  # the driver resolves a coroutine
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except KeyboardInterrupt:

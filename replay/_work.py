@@ -11,12 +11,14 @@ system. It never writes the store: the driver alone does.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import tempfile
 import threading
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +26,19 @@ from typing import TYPE_CHECKING, Any
 
 from recorder import patched, read_cassette
 
+from ._async import wait_for
 from ._case import Case
 from ._faults import Fault, FaultInjector
-from ._modes import TrialResult, load_callable, offline, review, sandbox
+from ._modes import (
+    Steps,
+    TrialResult,
+    drive,
+    drive_async,
+    load_callable,
+    offline_steps,
+    review,
+    sandbox_steps,
+)
 from ._user import FrozenUser, LiveUser, UserChannel
 from ._world import Fixture, World, load_fixture, ship
 from .graders import Judge, Verdict
@@ -124,11 +136,13 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
         out = Path(work.out) if work.out else Path(tmp)
         recorded = _recorded(work, Path(tmp))
 
-        def one(job: Job) -> Done:
+        def steps(job: Job) -> Steps[TrialResult | _Failed]:
+            if job.recorded is not None and str(job.recorded) in recorded:
+                job = Job(job.case, job.index, recorded[str(job.recorded)])
+            return _trial_steps(spec, job, agent, tools, out, work.judge, work.faults)
+
+        def done(job: Job, result: TrialResult | _Failed) -> Done:
             original = job.recorded
-            if original is not None and str(original) in recorded:
-                job = Job(job.case, job.index, recorded[str(original)])
-            result = _trial(spec, job, agent, tools, out, work.judge, work.faults)
             row, grades = _rows(result)
             if spec.mode == "review" and original is not None:
                 row["cassette"] = str(original)  # what was graded: the driver's file
@@ -141,10 +155,32 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
                         path.unlink()
             return Done(job.case.id, job.index, row, grades, files)
 
+        if inspect.iscoroutinefunction(agent):
+            # Async agents: every trial of the batch is a task on this process's one loop,
+            # harness included, so no two threads fight over the GIL (see ``_async``).
+            return wait_for(_concurrently(work, steps, done))
+
+        def one(job: Job) -> Done:
+            return done(job, drive(steps(job)))
+
         if work.threads <= 1 or len(work.jobs) == 1:
             return [one(job) for job in work.jobs]
         with ThreadPoolExecutor(max_workers=min(work.threads, len(work.jobs))) as pool:
             return list(pool.map(one, work.jobs))
+
+
+async def _concurrently(
+    work: Work,
+    steps: Callable[[Job], Steps[TrialResult | _Failed]],
+    done: Callable[[Job, TrialResult | _Failed], Done],
+) -> list[Done]:
+    slots = asyncio.Semaphore(max(1, work.threads))
+
+    async def one(job: Job) -> Done:
+        async with slots:
+            return done(job, await drive_async(steps(job)))
+
+    return list(await asyncio.gather(*(one(job) for job in work.jobs)))
 
 
 def _recorded(work: Work, tmp: Path) -> dict[str, Path]:
@@ -157,20 +193,26 @@ def _recorded(work: Work, tmp: Path) -> dict[str, Path]:
     return paths
 
 
-_local = threading.local()
+_free: dict[str, list[World]] = {}
+_free_lock = threading.Lock()
 
 
-def _thread_world(job: Job) -> World | None:
-    """This worker thread's world for the job's fixture: reused across its trials (reset)."""
-    worlds: dict[str, World] = getattr(_local, "worlds", None) or {}
-    _local.worlds = worlds
+def _acquire(job: Job) -> World:
+    """A world of the job's fixture that no other trial holds (made once, reset after)."""
     key = str(job.case.fixture)
-    if key not in worlds:
-        worlds[key] = load_fixture(job.case.fixture).open()
-    return worlds[key]
+    with _free_lock:
+        free = _free.setdefault(key, [])
+        if free:
+            return free.pop()
+    return load_fixture(job.case.fixture).open()
 
 
-def _trial(
+def _release(job: Job, world: World) -> None:
+    with _free_lock:
+        _free.setdefault(str(job.case.fixture), []).append(world)
+
+
+def _trial_steps(
     spec: RunSpec,
     job: Job,
     agent: Any,
@@ -178,15 +220,16 @@ def _trial(
     out: Path,
     judge: Judge | None,
     faults: Sequence[Fault],
-) -> TrialResult | _Failed:
+) -> Steps[TrialResult | _Failed]:
     path = out / f"{job.case.id}-{job.index}.cassette"
     user = None
+    world = _acquire(job)
     prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
     try:
         every = [*job.case.faults, *faults]
         injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
         common: dict[str, Any] = {
-            "world": _thread_world(job),
+            "world": world,
             "index": job.index,
             "model": spec.model,
             "settings": spec.settings,
@@ -215,36 +258,42 @@ def _trial(
             )
         if spec.mode == "offline":
             assert job.recorded is not None
-            return offline(
+            return (
+                yield from offline_steps(
+                    job.case,
+                    agent,
+                    tools,
+                    read_cassette(job.recorded),
+                    path,
+                    llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
+                    llm=spec.llm,
+                    faults=injector,
+                    user=user,
+                    **common,
+                )
+            )
+        frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
+        return (
+            yield from sandbox_steps(
                 job.case,
                 agent,
                 tools,
-                read_cassette(job.recorded),
                 path,
                 llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
-                llm=spec.llm,
+                frozen=frozen,
+                allow_env=spec.allow_env,
                 faults=injector,
                 user=user,
                 **common,
             )
-        frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
-        return sandbox(
-            job.case,
-            agent,
-            tools,
-            path,
-            llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
-            frozen=frozen,
-            allow_env=spec.allow_env,
-            faults=injector,
-            user=user,
-            **common,
         )
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a trial that raises (even SystemExit) is an error trial
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return _Failed(job, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+    finally:
+        _release(job, world)
 
 
 @dataclass(frozen=True, slots=True)

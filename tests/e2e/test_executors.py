@@ -198,3 +198,42 @@ def test_review_in_worker_processes_points_at_the_recorded_cassettes(tmp_path: P
     (trial,) = Store(store).trials("r")
     assert trial["verdict"] == "pass"
     assert trial["cassette"] == str(REPO / "cassettes" / "refund-4812.cassette")
+
+
+ASYNC_AGENT = """
+import httpx
+
+
+async def agent(instruction, env):
+    async with httpx.AsyncClient(base_url=env.llm_base_url) as client:
+        for n in range(10):
+            body = {"model": "m", "messages": [{"role": "user", "content": str(n)}]}
+            (await client.post("chat/completions", json=body)).raise_for_status()
+    env.call_tool("note", {"text": instruction})
+    return "done"
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_async_agents_run_as_tasks_of_one_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    (tmp_path / "async_notes.py").write_text(ASYNC_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "fixture.sql").write_text("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);")
+    (tmp_path / "case.yaml").write_text(
+        "id: notes\ninstruction: Take a note.\nfixture: fixture.sql\n"
+        "assert:\n  - notes.count() == 1\n"
+    )
+    store = str(tmp_path / "r.db")
+    with StubLLM() as llm:
+        code, _, err = replay(
+            "run", str(tmp_path / "case.yaml"), "--run", "r", "--store", store, "-k", "6",
+            "-j", "3", "--workers", workers, "--llm-url", llm.openai_base_url,
+            "--agent", "async_notes:agent", "--tools", "bench._trial_agent:tools",
+        )  # fmt: skip
+        calls = len(llm.requests)
+    assert code == 0, err
+    assert set(verdicts(store, "r").values()) == {"pass"} and calls == 60
+    for trial in Store(store).trials("r"):  # each trial's cassette holds its own 10 calls
+        assert trial["steps"] == 10
