@@ -223,9 +223,10 @@ def _trial_steps(
 ) -> Steps[TrialResult | _Failed]:
     path = out / f"{job.case.id}-{job.index}.cassette"
     user = None
-    world = _acquire(job)
+    world: World | None = None
     prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
     try:
+        world = _acquire(job)
         every = [*job.case.faults, *faults]
         injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
         common: dict[str, Any] = {
@@ -293,7 +294,8 @@ def _trial_steps(
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return _Failed(job, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
     finally:
-        _release(job, world)
+        if world is not None:
+            _release(job, world)
 
 
 @dataclass(frozen=True, slots=True)
