@@ -11,10 +11,10 @@ a crashed worker shows.
   its share of ``--concurrency`` in threads, sent one trial at a time and
   answering each as it finishes; fixtures are sent once per worker, as bytes.
 - ray: one threaded actor per worker with ``max_concurrency`` = its share of
-  ``--concurrency`` (trials are blocking Python; threads, not asyncio, are
-  what runs them concurrently), one trial per call; fixtures in the object
-  store once; the agent's code (``--ship DIR``) there too, as a zip each
-  actor unpacks onto its import path.
+  ``--concurrency`` (a blocking agent's trials run in threads; an async
+  agent's as tasks of the process's one loop), one trial per call; fixtures
+  in the object store once; the agent's code (``--ship DIR``) there too, as
+  a zip each actor unpacks onto its import path.
 - dask: ``Client.get_executor()`` on ``--dask-address`` or a local cluster.
 """
 
