@@ -355,6 +355,7 @@ def _driven(steps: Callable[P, Steps[T]]) -> Callable[P, T]:
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
         return drive(steps(*args, **kwargs))
 
+    run.__name__ = run.__qualname__ = steps.__name__.removesuffix("_steps")
     return run
 
 
