@@ -6,7 +6,10 @@ import sqlite3
 import zlib
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from recorder._codec import PREAMBLE
+from replay._cli.main import cli
 
 REPO = Path(__file__).resolve().parent.parent
 SHOP_FIXTURE = REPO / "examples" / "shop" / "fixture.sql"
@@ -23,3 +26,9 @@ def shop_world(directory: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(directory / "shop.db")
     conn.executescript(SHOP_FIXTURE.read_text())
     return conn
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    """Run the ``replay`` command in this process: (exit code, stdout, stderr)."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from replay._cli.main import cli
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 TOOLS = ["--tools", "examples.shop:make_tools"]
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def variant(tmp_path: Path, name: str, old: str, new: str) -> Path:

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from examples.shop import record_refund
 from replay._cli.main import cli
+from tests.helpers import replay
 
 
 @pytest.fixture(scope="module")
@@ -18,11 +18,6 @@ def refund(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("show") / "refund.cassette"
     record_refund(path)
     return path
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def assert_lines(output: str, patterns: list[str]) -> None:
@@ -36,7 +31,7 @@ def assert_lines(output: str, patterns: list[str]) -> None:
 
 
 def test_terminal_transcript_tells_the_story(refund: Path) -> None:
-    code, out, err = run("show", str(refund))
+    code, out, err = replay("show", str(refund))
     assert code == 0 and err == ""
     assert_lines(
         out,
@@ -63,7 +58,7 @@ def test_terminal_transcript_tells_the_story(refund: Path) -> None:
 
 
 def test_json_is_the_same_cassette_for_tools(refund: Path) -> None:
-    code, out, _ = run("show", "--json", str(refund))
+    code, out, _ = replay("show", "--json", str(refund))
     assert code == 0
     data = json.loads(out)
     assert data["complete"] is True and data["header"]["case_id"] == "refund-4812"
@@ -80,7 +75,7 @@ def test_a_cut_cassette_shows_its_prefix_and_warns(refund: Path, tmp_path: Path)
     cut = tmp_path / "cut.cassette"
     data = refund.read_bytes()
     cut.write_bytes(data[: len(data) * 2 // 3])
-    code, out, err = run("show", str(cut))
+    code, out, err = replay("show", str(cut))
     assert code == 0
     assert "1. LLM openai stub-shop-1" in out
     assert "outcome error" in out
@@ -100,14 +95,14 @@ def test_bad_files_are_one_line_errors_with_exit_2(
     path = tmp_path / "x.cassette"
     if content is not None:
         path.write_bytes(content)
-    code, out, err = run("show", str(path))
+    code, out, err = replay("show", str(path))
     assert (code, out) == (2, "")
     assert err == f"error: {path}: {message}\n"
 
 
 def test_every_command_has_help() -> None:
     for command in cli.commands:
-        code, out, _ = run(command, "--help")
+        code, out, _ = replay(command, "--help")
         assert code == 0 and "Usage:" in out
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for command in cli.commands:
@@ -117,7 +112,7 @@ def test_every_command_has_help() -> None:
 def test_stub_llm_refuses_a_bad_script_in_one_line(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text('{"turns": 3}')
-    code, _out, err = run("stub-llm", "--script", str(script), "--port", "0")
+    code, _out, err = replay("stub-llm", "--script", str(script), "--port", "0")
     assert code == 2
     assert err == f"error: {script}: expected an object with a 'turns' list\n"
 

@@ -5,23 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
 from examples.shop import agent, make_tools, refund_policy
 from replay._case import load_case
-from replay._cli.main import cli
 from replay._modes import sandbox
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASE_PATH = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 CASE = load_case(CASE_PATH)
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def trial(path: Path, policy: ScriptedPolicy) -> Path:

@@ -5,17 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
 from replay._case import load_case
-from replay._cli.main import cli
 from replay._store import Store
-from tests.helpers import REPO
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+from tests.helpers import REPO, replay
 
 
 def store_with(path: Path, runs: dict[str, list[tuple[str, str, str]]]) -> str:

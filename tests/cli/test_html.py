@@ -18,14 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from examples.shop import naive_refund_policy
-from replay._cli.main import cli
 from replay._html import run_html
 from replay._store import Store
 from replay.stub_llm import StubLLM
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
@@ -71,11 +69,6 @@ def watched_page(context: Any, errors: list[str]) -> Any:
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     return page
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @dataclass(frozen=True)

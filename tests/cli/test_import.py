@@ -12,20 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from replay._cli.main import cli
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 DATA = (REPO.parent / "shared" / "external" / "tau-bench" / "gpt-4o-airline.json").resolve()
 RUN = "tau-bench-gpt-4o-airline"
 PUBLISHED = {"1": 0.420, "2": 0.273, "3": 0.220, "4": 0.200}
 """pass^k of this file on the tau-bench leaderboard (airline, gpt-4o, tool-calling agent)."""
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def assert_lines(output: str, patterns: list[str]) -> None:

@@ -9,21 +9,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from examples.shop import refund_policy
-from replay._cli.main import cli
 from replay._store import Store
 from replay.stub_llm import ChatRequest, Fail, JudgePolicy, Reply, StubLLM
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 DEMO = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

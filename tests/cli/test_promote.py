@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
 from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import read_cassette
 from replay._case import load_case
-from replay._cli.main import cli
 from replay._modes import offline, review, sandbox
 from replay.graders import Verdict
 from replay.stub_llm import ScriptedPolicy, StubLLM
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASE = load_case(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_a_duplicate_refund_incident_becomes_a_regression_case(tmp_path: Path) -> None:

@@ -13,21 +13,14 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from examples.shop import refund_policy
-from replay._cli.main import cli
 from replay._store import Store
 from replay.stub_llm import StubLLM
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASE = str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

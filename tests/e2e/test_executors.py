@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from examples.shop import refund_policy
-from replay._cli.main import cli
 from replay._store import Store
 from replay.stub_llm import StubLLM
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 TOOLS = ["--tools", "examples.shop:make_tools"]
@@ -34,11 +32,6 @@ def agent(instruction, env):
         os.kill(os.getpid(), signal.SIGKILL)
     return shop_agent(instruction, env)
 '''
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def verdicts(store: str, run: str) -> dict[tuple[str, int], str]:

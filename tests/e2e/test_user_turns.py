@@ -7,23 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from examples.shop import RefundChatPolicy
 from recorder import Cassette, ToolEvent, UserEvent, WarningEvent, read_cassette
-from replay._cli.main import cli
 from replay._store import Store
 from replay.stub_llm import Fail, StubLLM
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASE = str(REPO / "examples" / "shop" / "cases" / "refund-chat.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens: a frozen channel must not call it
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def trajectory(cassette: Cassette) -> list[Any]:

@@ -7,18 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import ConfigError, HttpEvent, WarningEvent, read_cassette
 from replay._case import load_case
-from replay._cli.main import cli
 from replay._faults import Fault, FaultInjector, InjectedFault, ToolHTTPError, ToolTimeout
 from replay._modes import sandbox
 from replay._store import Store
 from replay.graders import Verdict
 from replay.stub_llm import StubLLM
-from tests.helpers import REPO
+from tests.helpers import REPO, replay
 
 CASES = REPO / "examples" / "shop" / "cases"
 RETRIED = CASES / "refund-4812-retried.yaml"
@@ -108,11 +106,6 @@ def test_fault_specs_parse_and_bad_ones_are_one_line_errors() -> None:
         with pytest.raises(ConfigError) as info:
             Fault.parse(bad)
         assert "\n" not in str(info.value)
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.mark.parametrize(
