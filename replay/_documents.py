@@ -16,9 +16,9 @@ One engine, two faces: ``Documents`` is the Python face tools use.
 
 ``Documents(conn, models)`` gives ``docs.users["mia_li_3668"]``: the record
 loaded from its row (a dict, or a pydantic model when ``models`` names one
-for the collection). Tools change the objects in place, add (``docs.users[k]
-= obj``) or delete records; ``flush()`` — after every tool call — writes back
-the fields that changed. A record's fields missing from its row read as None.
+for the collection). Tools change the objects they got in the same call in
+place, add (``docs.users[k] = obj``) or delete records; ``flush()`` — after
+every tool call — writes back the fields that changed. A record's fields missing from its row read as None.
 """
 
 from __future__ import annotations
@@ -152,6 +152,8 @@ class Collection(MutableMapping[str, Any]):
         """key -> (the object handed out, its fields as loaded; None when added here)."""
         self._texts: dict[str, str] = {}
         """key -> the loaded fields as canonical JSON, to tell a changed record cheaply."""
+        self._touched: set[str] = set()
+        """Keys handed out or set since the last flush: the only records it must check."""
         self._deleted: set[str] = set()
 
     def _row(self, key: str) -> dict[str, Any] | None:
@@ -170,6 +172,7 @@ class Collection(MutableMapping[str, Any]):
         if key in self._deleted:
             raise KeyError(key)
         if key in self._loaded:
+            self._touched.add(key)
             return self._loaded[key][0]
         row = self._row(key)
         if row is None:
@@ -177,6 +180,7 @@ class Collection(MutableMapping[str, Any]):
         obj = self._model.model_validate(row) if self._model is not None else dict(row)
         self._loaded[key] = (obj, row)
         self._texts[key] = _fingerprint(obj)
+        self._touched.add(key)
         return obj
 
     def __contains__(self, key: object) -> bool:
@@ -190,6 +194,7 @@ class Collection(MutableMapping[str, Any]):
     def __setitem__(self, key: str, value: Any) -> None:
         self._deleted.discard(key)
         self._loaded[key] = (value, self._loaded[key][1] if key in self._loaded else None)
+        self._touched.add(key)
 
     def __delitem__(self, key: str) -> None:
         if key not in self:
@@ -210,10 +215,16 @@ class Collection(MutableMapping[str, Any]):
         """Write back what changed since the records were loaded (or last flushed).
 
         Loaded records stay cached for the next calls: every write to this
-        world's collections goes through here, so the cache stays true.
+        world's collections goes through here, so the cache stays true. Only
+        the records handed out since the last flush are checked: a call that
+        read one record does not pay for the hundreds an earlier search loaded.
         """
         conn = self._docs.conn
-        for key, (obj, loaded) in list(self._loaded.items()):
+        touched, self._touched = self._touched, set()
+        for key in touched:
+            if key not in self._loaded:  # deleted since
+                continue
+            obj, loaded = self._loaded[key]
             text = _fingerprint(obj)
             if loaded is not None and text == self._texts.get(key):
                 continue  # untouched (most records a call reads)
