@@ -64,6 +64,17 @@ def _replayed(mod: ModuleType, recorded: HttpEvent, request: Any) -> Any:
     )
 
 
+def _local(mod: ModuleType, recorder: Any, req: HttpRequest, request: Any, via: str) -> Any:
+    """The answer given here, not by the network: an injected fault, or a frozen LLM's."""
+    if recorder.interpose is not None:
+        injected = recorder.interpose(req)
+        if injected is not None:
+            return _answer(mod, injected)
+    if recorder.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
+        return _replayed(mod, recorder.source.respond(req, via=via), request)
+    return None
+
+
 def _answer(mod: ModuleType, response: HttpResponse) -> Any:
     """A response given in place of the network's (``Recording.interpose``)."""
     return mod.Response(
@@ -99,12 +110,8 @@ def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         t0 = recorder.now()
         try:
             recorder.check_host(req.url)
-            injected = recorder.interpose(req) if recorder.interpose is not None else None
-            if injected is not None:
-                response = _answer(mod, injected)
-            elif recorder.source is not None:  # a frozen LLM: answered from a cassette, anew
-                response = _replayed(mod, recorder.source.respond(req, via=via), request)
-            else:
+            response = _local(mod, recorder, req, request, via)
+            if response is None:
                 response = original(transport, request)
         except Exception as exc:
             recorder.record_http(via, req, t0, None, None, [], exc, False)
@@ -139,12 +146,8 @@ def _async(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         t0 = recorder.now()
         try:
             recorder.check_host(req.url)
-            injected = recorder.interpose(req) if recorder.interpose is not None else None
-            if injected is not None:
-                response = _answer(mod, injected)
-            elif recorder.source is not None:  # a frozen LLM: answered from a cassette, anew
-                response = _replayed(mod, recorder.source.respond(req, via=via), request)
-            else:
+            response = _local(mod, recorder, req, request, via)
+            if response is None:
                 response = await original(transport, request)
         except Exception as exc:
             recorder.record_http(via, req, t0, None, None, [], exc, False)
