@@ -28,7 +28,7 @@ from ._errors import (
 )
 from ._llm import LlmCall, LlmToolCall, llm_call
 from ._playback import Playback, playback
-from ._reader import Cassette, read_cassette
+from ._reader import Cassette, read_cassette, read_header
 from ._recording import Recording, __version__, record
 from ._redact import PLACEHOLDER, Redaction
 from ._schema import (
@@ -98,6 +98,7 @@ __all__ = [
     "patched",
     "playback",
     "read_cassette",
+    "read_header",
     "record",
     "tool",
     "tool_schema_hash",

@@ -157,6 +157,50 @@ def decode(data: bytes) -> Decoded:
     return Decoded(records=records, tail_bytes=len(raw) - complete)
 
 
+def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
+    """Decode only the first record (the header), inflating no more than it needs.
+
+    Returns None when the bytes hold no complete first record.
+
+    Raises:
+        DecodeError: As ``decode``.
+    """
+    if not data.startswith(MAGIC):
+        raise DecodeError("not a cassette (missing the agent-replay file signature)")
+    if len(data) <= len(MAGIC):
+        return None
+    if data[len(MAGIC)] != CONTAINER_DEFLATE_MSGPACK:
+        raise DecodeError(
+            f"unknown container type {data[len(MAGIC)]}; written by a newer agent-replay?"
+        )
+    inflate = zlib.decompressobj(-15)
+    raw = b""
+    rest = data[len(PREAMBLE) :]
+    while True:
+        try:
+            raw += inflate.decompress(rest, chunk)
+        except zlib.error as exc:
+            raise DecodeError(f"damaged compressed data ({exc})") from exc
+        rest = inflate.unconsumed_tail
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
+        unpacker.feed(raw)
+        try:
+            crc = unpacker.unpack()
+            start = unpacker.tell()
+            record = unpacker.unpack()
+        except msgpack.OutOfData:
+            if not rest:
+                return None
+            continue  # inflate more and start again: headers are a few hundred bytes
+        except (msgpack.UnpackException, ValueError, TypeError) as exc:
+            raise DecodeError(f"damaged record 0 ({exc})") from exc
+        if not isinstance(crc, int) or not isinstance(record, dict):
+            raise DecodeError("record 0 is not framed as a record")
+        if zlib.crc32(memoryview(raw)[start : unpacker.tell()]) != crc:
+            raise DecodeError("record 0 fails its checksum")
+        return record
+
+
 def _delta_decode(record: dict[str, Any], last: bytes, index: int) -> bytes:
     """Restore a delta-encoded request body in place; return the body."""
     request = record.get("request")

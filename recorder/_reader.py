@@ -5,10 +5,11 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from ._codec import DecodeError, decode
+from ._codec import DecodeError, decode, decode_first
 from ._derive import footer_for
 from ._errors import CassetteCorrupt, CassetteNotFound, CassetteVersionUnsupported
 from ._schema import (
@@ -78,6 +79,48 @@ def read_cassette(path: str | Path) -> Cassette:
             gc.enable()
 
 
+def read_header(path: str | Path) -> Header:
+    """Read only a cassette's header (what it records, its pins): its events stay unread.
+
+    Raises:
+        As ``read_cassette``, for the header.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CassetteNotFound(path=path) from None
+    except IsADirectoryError:
+        raise CassetteCorrupt("is a directory, not a cassette file", path=path) from None
+    try:
+        first = decode_first(data)
+    except DecodeError as exc:
+        raise CassetteCorrupt(str(exc), path=path) from None
+    if first is None:
+        raise CassetteCorrupt(
+            "holds no complete header: the recording was cut before it started", path=path
+        )
+    return _header(first, path)
+
+
+def _header(first: dict[str, Any], path: Path) -> Header:
+    if first.get("kind") != "header":
+        raise CassetteCorrupt("does not start with a header record", path=path)
+    version = first.get("version")
+    if version not in READABLE_VERSIONS:
+        raise CassetteVersionUnsupported(
+            path=path,
+            version=version if isinstance(version, int) else -1,
+            supported=READABLE_VERSIONS,
+        )
+    try:
+        return Header.model_validate(first)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise CassetteCorrupt(f"record 0 is invalid: {where}: {err['msg']}", path=path) from None
+
+
 def _read(path: Path) -> Cassette:
     try:
         data = path.read_bytes()
@@ -94,16 +137,7 @@ def _read(path: Path) -> Cassette:
         raise CassetteCorrupt(
             "holds no complete header: the recording was cut before it started", path=path
         )
-    first = records[0]
-    if first.get("kind") != "header":
-        raise CassetteCorrupt("does not start with a header record", path=path)
-    version = first.get("version")
-    if version not in READABLE_VERSIONS:
-        raise CassetteVersionUnsupported(
-            path=path,
-            version=version if isinstance(version, int) else -1,
-            supported=READABLE_VERSIONS,
-        )
+    _header(records[0], path)  # the kind and version gate, before anything else
     header: Header | None = None
     events: list[Event] = []
     footer: Footer | None = None

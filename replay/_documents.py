@@ -18,7 +18,8 @@ One engine, two faces: ``Documents`` is the Python face tools use.
 loaded from its row (a dict, or a pydantic model when ``models`` names one
 for the collection). Tools change the objects they got in the same call in
 place, add (``docs.users[k] = obj``) or delete records; ``flush()`` — after
-every tool call — writes back the fields that changed. A record's fields missing from its row read as None.
+every tool call — writes back the fields that changed. A record's fields
+missing from its row read as None.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder import ConfigError, __version__, patched, read_cassette
+from recorder import ConfigError, __version__, patched, read_header
 
 from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
 from ._case import Case, load_case
@@ -93,7 +93,7 @@ def recorded_cassettes(directory: Path) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     for path in sorted(directory.glob("*.cassette")):
         try:
-            header = read_cassette(path).header
+            header = read_header(path)  # (the events are read by the trial that uses them)
         except Exception:  # a foreign or damaged file in the folder belongs to no case
             continue
         if header.pins.user.get("role") == "judge":  # a judge's calls, not a trial

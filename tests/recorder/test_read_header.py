@@ -1,0 +1,48 @@
+"""read_header: a cassette's header without decoding its events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recorder import CassetteCorrupt, CassetteVersionUnsupported, read_cassette, read_header
+from tests.helpers import REPO
+
+GOLDEN = REPO / "cassettes" / "refund-4812.cassette"
+
+
+def test_the_header_is_the_one_a_full_read_gives() -> None:
+    assert read_header(GOLDEN) == read_cassette(GOLDEN).header
+
+
+def test_it_reads_only_the_start_of_the_file(tmp_path: Path) -> None:
+    data = GOLDEN.read_bytes()
+    cut = tmp_path / "cut.cassette"
+    cut.write_bytes(data[: len(data) // 2])  # the events after the header are cut
+    assert read_header(cut) == read_cassette(GOLDEN).header
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (b"not a cassette at all", CassetteCorrupt),
+        (GOLDEN.read_bytes()[:12], CassetteCorrupt),  # cut inside the header
+    ],
+)
+def test_damage_is_refused(tmp_path: Path, content: bytes, error: type) -> None:
+    path = tmp_path / "bad.cassette"
+    path.write_bytes(content)
+    with pytest.raises(error):
+        read_header(path)
+
+
+def test_an_unknown_version_is_refused(tmp_path: Path) -> None:
+    from recorder._schema import Header, Pins
+    from recorder._writer import CassetteWriter
+
+    path = tmp_path / "v99.cassette"
+    header = Header(version=99, pins=Pins(), started_at="x", recorder_version="x")
+    CassetteWriter(path, header).close(None)
+    with pytest.raises(CassetteVersionUnsupported):
+        read_header(path)
