@@ -1,9 +1,8 @@
 """Where trials run: this process, worker processes, a Ray cluster or a Dask cluster.
 
 Every backend is a ``concurrent.futures`` executor the one driver loop
-(``_runner.execute``) submits ``run_work`` to; they differ only in how many
-trials one submission carries, how many submissions are in flight, and how
-a crashed worker shows.
+(``_runner.execute``) submits ``run_work`` to, one trial at a time; they
+differ only in how many trials are in flight and how a crashed worker shows.
 
 - local, ``--workers 1`` (default): threads of this process, one trial per
   submission; cassettes are written in place.
@@ -53,8 +52,6 @@ RAY_OBJECT_STORE = 256 * 1024 * 1024
 class Backend:
     """An executor and how the driver loop uses it."""
 
-    batch = 1
-    """Trials per submission."""
     slots = 1
     """Submissions in flight."""
     remote = True

@@ -1,7 +1,7 @@
 """Running many trials of many cases under one set of pins, into the results store.
 
 One driver loop over a ``concurrent.futures`` executor (``_executors``: this
-process's threads, worker processes, Ray or Dask): it submits batches of
+process's threads, worker processes, Ray or Dask): it submits trials to
 ``_work.run_work``, stores what finishes (the driver alone writes the store),
 and resubmits what a crashed worker lost. A trial that raises is an
 ``error`` trial; the run goes on. Resuming a run skips the trials stored.
@@ -173,7 +173,7 @@ MAX_CRASHES = 2
 
 
 class _Driver:
-    """The one loop: submit batches, store what finishes, resubmit what a crash lost.
+    """The one loop: submit trials, store what finishes, resubmit what a crash lost.
 
     When a worker dies, every trial it (or, for a process pool, any worker)
     had in flight is a suspect: nothing more is submitted until what is in
@@ -237,8 +237,7 @@ class _Driver:
             if suspects and not in_flight:
                 return submit((suspects.popleft(),), alone=True)
             while not suspects and pending and len(in_flight) < self.runner.slots:
-                batch = [pending.popleft() for _ in range(min(self.runner.batch, len(pending)))]
-                if not submit(tuple(batch), alone=False):
+                if not submit((pending.popleft(),), alone=False):
                     return False
             return True
 
