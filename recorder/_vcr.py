@@ -5,13 +5,27 @@ session, so vcrpy's own matching (a scan of every recorded request) and YAML
 persistence are never used. vcrpy's httpx patchers are skipped: ``_http``
 intercepts httpx streaming-aware. Through vcrpy a response body arrives
 whole, as one chunk.
+
+vcrpy puts the real classes back around each real connect and send
+(``vcr.patch.force_reset``): a window in which any other thread that opens a
+connection gets a real one, never recorded (with 64 trials in threads, most
+of their traffic went unrecorded), and httpx's transports lose ``_http``'s
+interceptors. The windows exist only because some real classes' methods look
+their own patched names up at run time (``super(HTTPSConnection, self)`` in
+``http.client``); we give exactly those methods the real names instead
+(``_rebound``) and close the windows for good.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import types
 import zlib
 from typing import Any
+from unittest import mock
 
+import vcr.patch
 from vcr.patch import CassettePatcherBuilder
 
 from ._playback import Playback
@@ -128,11 +142,75 @@ def vcr_patches() -> list[Any]:
     """Return vcrpy's patches for the http.client family, bound to the bridge."""
     # vcrpy >= 9 honours skip_patchers; older releases (the ones Python 3.10 gets)
     # build httpx patchers regardless, so drop any patch whose target is httpx's.
-    return [
+    patches = [
         patch
         for patch in CassettePatcherBuilder(_BRIDGE).build()
         if _target_module(patch) not in _SKIPPED
     ]
+    global _rebinds
+    if _rebinds is None:  # once per process: the real classes do not change
+        _rebinds = _rebound()
+    rebound = [mock.patch.object(owner, name, copy) for owner, name, copy in _rebinds]
+    return [*patches, *rebound, mock.patch.object(vcr.patch, "force_reset", _no_window)]
+
+
+_rebinds: list[tuple[type, str, Any]] | None = None
+
+
+def _no_window() -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+def _rebound() -> list[tuple[type, str, Any]]:
+    """(class, name, copy) for the real classes' methods that use a name vcrpy patches.
+
+    Each such method (found in the code, nested code included) gets a copy bound to
+    its module's globals with vcrpy's stubs swapped back for the real classes.
+    """
+    real: dict[str, dict[str, Any]] = {}  # module -> name -> the real value vcrpy replaces
+    classes = []
+    for patch in vcr.patch.reset_patchers():
+        target = patch.getter()
+        if _target_module(patch) in _SKIPPED:
+            continue
+        if isinstance(target, types.ModuleType):
+            real.setdefault(target.__name__, {})[patch.attribute] = patch.new
+        if isinstance(patch.new, type):
+            classes.append(patch.new)
+    rebinds: dict[tuple[type, str], Any] = {}
+    views: dict[str, dict[str, Any]] = {}
+    for cls in classes:
+        for owner in cls.__mro__:
+            for name, function in vars(owner).items():
+                if not isinstance(function, types.FunctionType):
+                    continue
+                names = real.get(function.__module__, {})
+                if (owner, name) in rebinds or not _names(function.__code__) & names.keys():
+                    continue
+                if function.__module__ not in views:
+                    view = dict(vars(sys.modules[function.__module__]))
+                    views[function.__module__] = {**view, **names}
+                rebinds[owner, name] = _copy(function, views[function.__module__])
+    return [(owner, name, copy) for (owner, name), copy in rebinds.items()]
+
+
+def _names(code: types.CodeType) -> set[str]:
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _names(const)
+    return found
+
+
+def _copy(function: types.FunctionType, globals_: dict[str, Any]) -> types.FunctionType:
+    copy = types.FunctionType(
+        function.__code__, globals_, function.__name__, function.__defaults__, function.__closure__
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__ = function.__qualname__
+    copy.__doc__ = function.__doc__
+    copy.__dict__.update(function.__dict__)
+    return copy
 
 
 def _target_module(patch: Any) -> str:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anthropic
 import httpx
 import openai
 import pytest
 import requests
+import vcr.patch
 
 from recorder import HttpEvent, llm_call, playback, read_cassette, record
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
@@ -190,6 +194,60 @@ def test_requests_goes_through_vcrpy(cassette_path: Path) -> None:
     (event,) = http_events(cassette_path)
     assert event.via == "vcrpy" and json.loads(event.request.body) == body
     assert replayed == live and live["choices"][0]["message"]["content"] == "echo: via requests"
+
+
+def _post(conn: http.client.HTTPConnection, path: str, text: str) -> int:
+    body = json.dumps({"model": "c", "messages": [{"role": "user", "content": text}]})
+    conn.request("POST", path, body, {"content-type": "application/json"})
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def test_a_connection_opened_while_vcrpy_sends_is_still_recorded(cassette_path: Path) -> None:
+    # vcrpy used to put the real classes back around every real connect and send
+    # (force_reset): a connection another thread opened meanwhile was real and
+    # never recorded, and httpx lost its interceptor for as long.
+    with StubLLM() as llm:
+        url = urlsplit(llm.openai_base_url)
+        with record(cassette_path), httpx.Client() as client:
+            with vcr.patch.force_reset():
+                conn = http.client.HTTPConnection(url.hostname or "", url.port)
+                client.post(llm.openai_base_url + "/chat/completions", json={"model": "x"})
+            assert _post(conn, url.path + "/chat/completions", "opened in a window") == 200
+            conn.close()
+    assert [e.via for e in http_events(cassette_path)] == ["httpx", "vcrpy"]
+
+
+def test_threads_opening_connections_while_others_send_are_all_recorded(
+    cassette_path: Path,
+) -> None:
+    with StubLLM() as llm:
+        url = urlsplit(llm.openai_base_url)
+
+        def agent(n: int) -> list[int]:
+            conn = http.client.HTTPConnection(url.hostname or "", url.port)
+            try:
+                return [_post(conn, url.path + "/chat/completions", f"{n}.{i}") for i in range(4)]
+            finally:
+                conn.close()
+
+        with record(cassette_path), ThreadPoolExecutor(16) as pool:
+            statuses = [s for batch in pool.map(agent, range(48)) for s in batch]
+    assert statuses == [200] * 192 and len(llm.requests) == 192
+    assert len(http_events(cassette_path)) == 192
+
+
+def test_https_connections_still_build_under_the_interceptors(cassette_path: Path) -> None:
+    # http.client's HTTPSConnection looks its own name up (super(HTTPSConnection, self)),
+    # which vcrpy replaces; building one must still work, and fail only on connecting.
+    with record(cassette_path):
+        conn = http.client.HTTPSConnection("127.0.0.1", 1, timeout=5)
+        conn.request("GET", "/")
+        with pytest.raises(ConnectionRefusedError):
+            conn.getresponse()
+        with pytest.raises(requests.ConnectionError):
+            requests.get("https://127.0.0.1:1/", timeout=5)
 
 
 def test_playback_never_reaches_the_network_on_a_miss(cassette_path: Path) -> None:
