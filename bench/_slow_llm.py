@@ -1,6 +1,6 @@
 """A minimal OpenAI-compatible endpoint that answers every chat call after a fixed delay.
 
-asyncio, raw HTTP/1.1 with keep-alive: thousands of concurrent calls cost it
+An asyncio protocol, raw HTTP/1.1 with keep-alive: thousands of concurrent calls cost it
 almost no CPU, so the executor benchmark measures the harness, not the stub
 (``replay.stub_llm`` parses requests with ``http.server``, ~0.4 ms each).
 """
@@ -35,29 +35,44 @@ RESPONSE = (
 )
 
 
-async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
+class _Answer(asyncio.Protocol):
+    """One connection: each request (HTTP/1.1, keep-alive, pipelining allowed) is answered
+    ``delay`` seconds after it arrived, in order. A protocol, not streams: the endpoint
+    stands in for a remote one, so it should cost this machine as little as it can."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
             length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":", 1)[1])
-            if length:
-                await reader.readexactly(length)
-            await asyncio.sleep(delay)
-            writer.write(RESPONSE)
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        pass
-    finally:
-        writer.close()
+            for line in self.buffer[:end].split(b"\r\n"):
+                if line[:15].lower() == b"content-length:":
+                    length = int(line[15:])
+            if len(self.buffer) < end + 4 + length:
+                return  # the body is still coming
+            self.buffer = self.buffer[end + 4 + length :]
+            self.loop.call_later(self.delay, self._answer)
+
+    def _answer(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(RESPONSE)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
 
 
 async def _serve(delay: float, ports: Any) -> None:
-    server = await asyncio.start_server(
-        lambda r, w: _handle(r, w, delay), "127.0.0.1", 0, backlog=1024
-    )
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: _Answer(delay), "127.0.0.1", 0, backlog=1024)
     ports.put(server.sockets[0].getsockname()[1])
     async with server:
         await server.serve_forever()
