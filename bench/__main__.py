@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
             diff.ok,
         ),
     ]
-    local = spread[0]
+    local = executors.checked(spread)
     checks.append(
         (
             f"local executor within {executors.TARGET:.0%} of the ideal "

@@ -1,14 +1,21 @@
-"""The benchmark's agents: 10 LLM calls through httpx, one tool call, no thinking of their own.
+"""The benchmark's agents: 10 LLM calls, one tool call, no thinking of their own.
 
-``agent`` blocks (a thread per trial in flight); ``async_agent`` is the same
-written ``async def`` (its trials run as tasks on one event loop per worker).
+``agent`` speaks through ``http.client`` (what ``requests`` and ``urllib3``
+build on; recorded through vcrpy), ``httpx_agent`` through an
+``httpx.Client`` (what the OpenAI and Anthropic SDKs use), ``async_agent``
+through an ``httpx.AsyncClient`` (its trials run as tasks on one event loop
+per worker). Each keeps its connections open across trials, as a
+long-lived agent does.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import sqlite3
 import threading
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -16,14 +23,38 @@ from recorder import Tool, tool
 
 CALLS = 10
 
+_local = threading.local()
+_JSON = {"content-type": "application/json"}
+
+
+def _body(instruction: str, n: int) -> dict[str, Any]:
+    return {"model": "bench", "messages": [{"role": "user", "content": f"{instruction} {n}"}]}
+
+
+def agent(instruction: str, env: Any) -> str:
+    """Ask the model ``CALLS`` times (``http.client``), note the answer with the tool, answer."""
+    url = urlsplit(env.llm_base_url)
+    conn = getattr(_local, "conn", None)
+    if conn is None:  # one keep-alive connection per thread (http.client's are not shared)
+        conn = _local.conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=30)
+    for n in range(CALLS):
+        body = json.dumps(_body(instruction, n))
+        conn.request("POST", f"{url.path}/chat/completions", body, _JSON)
+        response = conn.getresponse()
+        response.read()
+        if response.status != 200:
+            raise RuntimeError(f"the model answered {response.status}")
+    env.call_tool("note", {"text": instruction})
+    return "done"
+
 
 _clients: dict[str, httpx.Client] = {}
 _lock = threading.Lock()
 
 
 def _client(base_url: str) -> httpx.Client:
-    """One client per endpoint and process, as a long-lived agent keeps (a new client
-    loads the system's CA certificates: ~25 ms, more than our whole per-trial cost)."""
+    """One client per endpoint and process (a new client loads the system's CA certificates:
+    ~25 ms, more than a whole trial costs the harness)."""
     with _lock:
         if base_url not in _clients:
             limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
@@ -31,12 +62,11 @@ def _client(base_url: str) -> httpx.Client:
         return _clients[base_url]
 
 
-def agent(instruction: str, env: Any) -> str:
-    """Ask the model ``CALLS`` times, note the answer with the one tool, answer."""
+def httpx_agent(instruction: str, env: Any) -> str:
+    """``agent`` through an ``httpx.Client``."""
     client = _client(env.llm_base_url)
     for n in range(CALLS):
-        body = {"model": "bench", "messages": [{"role": "user", "content": f"{instruction} {n}"}]}
-        client.post("chat/completions", json=body).raise_for_status()
+        client.post("chat/completions", json=_body(instruction, n)).raise_for_status()
     env.call_tool("note", {"text": instruction})
     return "done"
 
@@ -52,8 +82,7 @@ async def async_agent(instruction: str, env: Any) -> str:
         client = httpx.AsyncClient(base_url=env.llm_base_url, timeout=30, limits=limits)
         _async_clients[env.llm_base_url] = client
     for n in range(CALLS):
-        body = {"model": "bench", "messages": [{"role": "user", "content": f"{instruction} {n}"}]}
-        (await client.post("chat/completions", json=body)).raise_for_status()
+        (await client.post("chat/completions", json=_body(instruction, n))).raise_for_status()
     env.call_tool("note", {"text": instruction})
     return "done"
 

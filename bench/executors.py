@@ -1,14 +1,22 @@
 """The same run on local worker processes, Ray and Dask: wall time against the ideal.
 
 1,600 trials (``--quick``: 320) of an agent making 10 LLM calls each to a
-model that answers after 50 ms (``_slow_llm``: asyncio, next to no CPU), so
-a trial waits 0.5 s; 64 trials in flight over 4 worker processes. The ideal wall
+model that answers after 50 ms (``_slow_llm``: next to no CPU), so a trial
+waits 0.5 s; 64 trials in flight over 4 worker processes. The ideal wall
 time is trials x 0.5 s / 64; the per-trial overhead is (wall - ideal) x
 concurrency / trials. The model runs in a process of its own. Every trial
 must pass.
 
-Ray and Dask run when installed (``pip install 'agent-replay[ray,dask]'``);
-their start-up (a local cluster) is timed apart.
+The incumbent, measured in the same run: ``bare``, the same agent called
+in a plain process pool of as many processes and threads, with nothing
+around it (no recording, world, grading or store): what this machine gives
+an agent at all. Two agents (``_trial_agent``): ``agent`` speaks
+``http.client``; ``httpx_agent`` speaks httpx, whose own CPU (~1 ms a
+call here, three times http.client's) makes 64 trials in flight CPU-bound
+on two cores even bare. The target is checked on ``agent``.
+
+Ray and Dask run when installed (``pip install 'agent-replay[ray,dask]'``),
+with ``agent``; their start-up (a local cluster) is timed apart.
 
 Run alone: ``python -m bench.executors [--quick]``.
 """
@@ -17,22 +25,24 @@ from __future__ import annotations
 
 import argparse
 import functools
+import multiprocessing
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import _slow_llm
-from ._report import ratio, secs, table
+from ._report import secs, table
 
 TRIALS, QUICK_TRIALS = 1600, 320
 CONCURRENCY = 64
 WORKERS = 4
 LATENCY = 0.05
 CALLS = 10
-AGENT = "agent"
-"""The trial's agent (``bench._trial_agent``): the blocking ``agent`` (measured faster here
-than ``async_agent``: httpx's async stack costs more CPU per call, and the run is CPU-bound)."""
+AGENTS = ("agent", "httpx_agent")
+"""The trials' agents (``bench._trial_agent``); the first is checked against the target."""
 TARGET = 0.10
 """Local must come within 10% of the ideal."""
 
@@ -48,6 +58,7 @@ assert:
 class Point:
     """One executor's run."""
 
+    agent: str
     executor: str
     trials: int
     passed: int
@@ -75,6 +86,44 @@ def _first(first: list[float], what: str | None, done: int, total: int) -> None:
         first.append(time.perf_counter())
 
 
+class _BareEnv:
+    """What a bare agent is given: the model's address; its tool call does nothing."""
+
+    def __init__(self, llm_base_url: str) -> None:
+        self.llm_base_url = llm_base_url
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> None:
+        """Nothing to record or write."""
+
+
+def _bare_share(agent: str, url: str, trials: int, threads: int) -> None:
+    """One pool process's share: ``trials`` calls of the agent, ``threads`` at a time."""
+    from replay._modes import load_callable
+
+    run = load_callable(f"bench._trial_agent:{agent}")
+    env = _BareEnv(url)
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda _: run("Benchmark trial.", env), range(trials)))
+
+
+def _warm(_: int) -> None:
+    import bench._trial_agent  # noqa: F401
+
+
+def _bare(agent: str, url: str, trials: int) -> Point:
+    """The incumbent: the agent alone in a process pool (start-up timed apart)."""
+    context = multiprocessing.get_context("forkserver")
+    started = time.perf_counter()
+    with ProcessPoolExecutor(WORKERS, mp_context=context) as pool:
+        list(pool.map(_warm, range(WORKERS)))
+        ready = time.perf_counter()
+        shares = [trials // WORKERS + (n < trials % WORKERS) for n in range(WORKERS)]
+        threads = CONCURRENCY // WORKERS
+        list(pool.map(_bare_share, [agent] * WORKERS, [url] * WORKERS, shares, [threads] * WORKERS))
+        ended = time.perf_counter()
+    return Point(agent, "bare", trials, trials, ended - ready, ready - started)
+
+
 def _available(module: str) -> bool:
     try:
         __import__(module)
@@ -84,15 +133,10 @@ def _available(module: str) -> bool:
 
 
 def run(quick: bool = False) -> list[Point]:
-    """Run the same trials on each available executor."""
-    from replay._runner import RunSpec, execute
-    from replay._store import Store
-
+    """Run the same trials bare and on each available executor, for each agent."""
     trials = QUICK_TRIALS if quick else TRIALS
     server, url = _slow_llm.start(LATENCY)
-    executors = ["local"] + [
-        e for e, m in (("ray", "ray"), ("dask", "distributed")) if _available(m)
-    ]
+    clusters = [e for e, m in (("ray", "ray"), ("dask", "distributed")) if _available(m)]
     points = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -101,55 +145,68 @@ def run(quick: bool = False) -> list[Point]:
                 "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);"
             )
             (root / "case.yaml").write_text(CASE)
-            for executor in executors:
-                spec = RunSpec(
-                    name=executor,
-                    cases=[str(root / "case.yaml")],
-                    mode="sandbox",
-                    trials=trials,
-                    agent=f"bench._trial_agent:{AGENT}",
-                    tools="bench._trial_agent:tools",
-                    llm_url=url,
-                    concurrency=CONCURRENCY,
-                    executor=executor,  # type: ignore[arg-type]
-                    workers=WORKERS,
-                )
-                store = Store(root / f"{executor}.db")
-                started = time.perf_counter()
-                first: list[float] = []
-                execute(spec, store, on_trial=functools.partial(_first, first))
-                ended = time.perf_counter()
-                # Start-up: until the first trial could have finished.
-                startup = max(0.0, (first[0] if first else ended) - started - CALLS * LATENCY)
-                passed = sum(t["verdict"] == "pass" for t in store.trials(executor))
-                points.append(Point(executor, trials, passed, ended - started - startup, startup))
+            for agent in AGENTS:
+                points.append(_bare(agent, url, trials))
+                for executor in ["local", *(clusters if agent == AGENTS[0] else [])]:
+                    points.append(_harness(root, agent, executor, url, trials))
     finally:
         server.kill()
     return points
 
 
+def _harness(root: Path, agent: str, executor: str, url: str, trials: int) -> Point:
+    """The trials as ``replay run`` runs them (start-up: until the first could have ended)."""
+    from replay._runner import RunSpec, execute
+    from replay._store import Store
+
+    name = f"{agent}-{executor}"
+    spec = RunSpec(
+        name=name,
+        cases=[str(root / "case.yaml")],
+        mode="sandbox",
+        trials=trials,
+        agent=f"bench._trial_agent:{agent}",
+        tools="bench._trial_agent:tools",
+        llm_url=url,
+        concurrency=CONCURRENCY,
+        executor=executor,  # type: ignore[arg-type]
+        workers=WORKERS,
+    )
+    store = Store(root / f"{name}.db")
+    started = time.perf_counter()
+    first: list[float] = []
+    execute(spec, store, on_trial=functools.partial(_first, first))
+    ended = time.perf_counter()
+    startup = max(0.0, (first[0] if first else ended) - started - CALLS * LATENCY)
+    passed = sum(t["verdict"] == "pass" for t in store.trials(name))
+    return Point(agent, executor, trials, passed, ended - started - startup, startup)
+
+
 def report(points: list[Point]) -> str:
-    """Wall time against the ideal, per executor."""
+    """Wall time against the ideal and against the bare agent, per agent and executor."""
+    bare = {p.agent: p for p in points if p.executor == "bare"}
     rows = [
-        [p.executor, f"{p.passed}/{p.trials}", secs(p.wall_s), secs(p.ideal_s),
-         f"{p.efficiency:.0%}", secs(p.overhead_s), secs(p.startup_s)]
+        [p.agent, p.executor, f"{p.passed}/{p.trials}", secs(p.wall_s), secs(p.ideal_s),
+         f"{p.efficiency:.0%}", secs(p.overhead_s), secs(p.startup_s),
+         f"{p.wall_s / bare[p.agent].wall_s:.2f}x" if p.agent in bare else "n/a"]
         for p in points
     ]  # fmt: skip
     head = (
         f"{points[0].trials:,} trials x {CALLS} LLM calls of {LATENCY * 1000:.0f} ms, "
-        f"{CONCURRENCY} in flight over {WORKERS} workers"
+        f"{CONCURRENCY} in flight over {WORKERS} workers (bare: the agent alone, no harness)"
     )
-    lines = [table(head, ["executor", "passed", "wall", "ideal", "efficiency",
-                          "overhead/trial", "start-up"], rows)]  # fmt: skip
-    local = points[0]
-    for p in points[1:]:
-        lines.append(f"{p.executor}: {ratio(p.wall_s, local.wall_s)} the local wall time")
-    return "\n".join(lines)
+    return table(head, ["agent", "executor", "passed", "wall", "ideal", "efficiency",
+                        "overhead/trial", "start-up", "vs bare"], rows)  # fmt: skip
+
+
+def checked(points: list[Point]) -> Point:
+    """The run the target is about: the first agent on the local executor."""
+    return next(p for p in points if p.agent == AGENTS[0] and p.executor == "local")
 
 
 def local_ok(points: list[Point]) -> bool:
     """Local within ``TARGET`` of the ideal, every trial passed."""
-    local = points[0]
+    local = checked(points)
     return local.passed == local.trials and local.wall_s <= local.ideal_s * (1 + TARGET)
 
 
