@@ -19,7 +19,6 @@ their own patched names up at run time (``super(HTTPSConnection, self)`` in
 from __future__ import annotations
 
 import contextlib
-import sys
 import types
 import zlib
 from typing import Any
@@ -147,26 +146,33 @@ def vcr_patches() -> list[Any]:
         for patch in CassettePatcherBuilder(_BRIDGE).build()
         if _target_module(patch) not in _SKIPPED
     ]
-    global _rebinds
-    if _rebinds is None:  # once per process: the real classes do not change
-        _rebinds = _rebound()
-    rebound = [mock.patch.object(owner, name, copy) for owner, name, copy in _rebinds]
-    return [*patches, *rebound, mock.patch.object(vcr.patch, "force_reset", _no_window)]
-
-
-_rebinds: list[tuple[type, str, Any]] | None = None
+    return [*patches, *_rebound(), mock.patch.object(vcr.patch, "force_reset", _no_window)]
 
 
 def _no_window() -> contextlib.AbstractContextManager[None]:
     return contextlib.nullcontext()
 
 
-def _rebound() -> list[tuple[type, str, Any]]:
-    """(class, name, copy) for the real classes' methods that use a name vcrpy patches.
+_plan: list[tuple[type, str, types.FunctionType, dict[str, Any]]] | None = None
 
-    Each such method (found in the code, nested code included) gets a copy bound to
-    its module's globals with vcrpy's stubs swapped back for the real classes.
+
+def _rebound() -> list[Any]:
+    """Patches giving the real classes' methods that use a name vcrpy patches the real value.
+
+    Each gets a copy bound to its module's globals as they are now, with vcrpy's
+    stubs swapped back for the real classes. Which methods: found once per process.
     """
+    global _plan
+    if _plan is None:
+        _plan = _rebinding()
+    return [
+        mock.patch.object(owner, name, _copy(function, {**function.__globals__, **names}))
+        for owner, name, function, names in _plan
+    ]
+
+
+def _rebinding() -> list[tuple[type, str, types.FunctionType, dict[str, Any]]]:
+    """(class, name, method, {name: real value}) for each method to rebind."""
     real: dict[str, dict[str, Any]] = {}  # module -> name -> the real value vcrpy replaces
     classes = []
     for patch in vcr.patch.reset_patchers():
@@ -177,21 +183,17 @@ def _rebound() -> list[tuple[type, str, Any]]:
             real.setdefault(target.__name__, {})[patch.attribute] = patch.new
         if isinstance(patch.new, type):
             classes.append(patch.new)
-    rebinds: dict[tuple[type, str], Any] = {}
-    views: dict[str, dict[str, Any]] = {}
+    plan: dict[tuple[type, str], tuple[types.FunctionType, dict[str, Any]]] = {}
     for cls in classes:
         for owner in cls.__mro__:
             for name, function in vars(owner).items():
-                if not isinstance(function, types.FunctionType):
+                if not isinstance(function, types.FunctionType) or (owner, name) in plan:
                     continue
-                names = real.get(function.__module__, {})
-                if (owner, name) in rebinds or not _names(function.__code__) & names.keys():
-                    continue
-                if function.__module__ not in views:
-                    view = dict(vars(sys.modules[function.__module__]))
-                    views[function.__module__] = {**view, **names}
-                rebinds[owner, name] = _copy(function, views[function.__module__])
-    return [(owner, name, copy) for (owner, name), copy in rebinds.items()]
+                shadowed = real.get(function.__globals__.get("__name__", ""), {})
+                used = {n: shadowed[n] for n in _names(function.__code__) if n in shadowed}
+                if used:
+                    plan[owner, name] = (function, used)
+    return [(owner, name, function, used) for (owner, name), (function, used) in plan.items()]
 
 
 def _names(code: types.CodeType) -> set[str]:
