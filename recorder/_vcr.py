@@ -6,25 +6,33 @@ persistence are never used. vcrpy's httpx patchers are skipped: ``_http``
 intercepts httpx streaming-aware. Through vcrpy a response body arrives
 whole, as one chunk.
 
-vcrpy puts the real classes back around each real connect and send
-(``vcr.patch.force_reset``): a window in which any other thread that opens a
-connection gets a real one, never recorded (with 64 trials in threads, most
-of their traffic went unrecorded), and httpx's transports lose ``_http``'s
-interceptors. The windows exist only because some real classes' methods look
-their own patched names up at run time (``super(HTTPSConnection, self)`` in
-``http.client``); we give exactly those methods the real names instead
-(``_rebound``) and close the windows for good.
+vcrpy puts the real classes back, process-wide, around each real connect,
+send and connection build (``vcr.patch.force_reset``): any other thread that
+opened a connection in that window got a real one, never recorded (with 64
+trials in threads, most of their traffic went unrecorded), and httpx's
+transports lost ``_http``'s interceptors. Ours opens no window for connects
+and sends (nothing in them needs one). Building a real connection needs one
+only when a real constructor reaches a name vcrpy patched: for those found
+in the code (``super(HTTPSConnection, self)`` in ``http.client``) a copy of
+the method sees the real names (``_rebound``), no window; a constructor that
+still fails under the stubs (one reaching a patched class another way:
+httplib2, a wrapped ``__init__``) is built again in vcrpy's window, one
+window at a time (``_guarded``), with vcrpy's exposure for that instant.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 import types
 import zlib
+from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
 import vcr.patch
+import vcr.stubs
 from vcr.patch import CassettePatcherBuilder
 
 from ._playback import Playback
@@ -146,39 +154,100 @@ def vcr_patches() -> list[Any]:
         for patch in CassettePatcherBuilder(_BRIDGE).build()
         if _target_module(patch) not in _SKIPPED
     ]
-    return [*patches, *_rebound(), mock.patch.object(vcr.patch, "force_reset", _no_window)]
+    stubs = {
+        owner
+        for patch in patches
+        if isinstance(getattr(patch, "new", None), type)
+        and issubclass(patch.new, vcr.stubs.VCRConnection)
+        for owner in patch.new.__mro__
+        if issubclass(owner, vcr.stubs.VCRConnection) and "__init__" in vars(owner)
+    }
+    guarded = [mock.patch.object(c, "__init__", _guarded(vars(c)["__init__"])) for c in stubs]
+    return [
+        *patches,
+        *_rebound(),
+        *guarded,
+        mock.patch.object(vcr.patch, "force_reset", _no_window),
+    ]
 
 
 def _no_window() -> contextlib.AbstractContextManager[None]:
     return contextlib.nullcontext()
 
 
-_plan: list[tuple[type, str, types.FunctionType, dict[str, Any]]] | None = None
+def _guarded(init: Callable[..., None]) -> Callable[..., None]:
+    """A stub's ``__init__`` that rebuilds in vcrpy's window what failed to build without.
+
+    For a real constructor that reaches a patched class in a way ``_rebound`` does
+    not see (an attribute chain, a wrapper).
+    """
+
+    @functools.wraps(init)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except Exception:
+            with _real_classes():
+                init(self, *args, **kwargs)
+
+    return guarded
+
+
+_window = threading.RLock()
+
+
+@contextlib.contextmanager
+def _real_classes() -> Iterator[None]:
+    """The real classes back in place (httpx's left alone), one window at a time."""
+    targets = _plans()[1]
+    with _window:
+        saved = [(target, name, getattr(target, name)) for target, name, _ in targets]
+        try:
+            for target, name, real in targets:
+                setattr(target, name, real)
+            yield
+        finally:
+            for target, name, value in saved:
+                setattr(target, name, value)
+
+
+_Rebind = tuple[type, str, types.FunctionType, dict[str, Any]]
+_Reset = tuple[Any, str, Any]
+_plan: tuple[list[_Rebind], list[_Reset]] | None = None
+
+
+def _plans() -> tuple[list[_Rebind], list[_Reset]]:
+    """What to rebind and what a window resets, found once per process."""
+    global _plan
+    if _plan is None:
+        _plan = _rebinding()
+    return _plan
 
 
 def _rebound() -> list[Any]:
     """Patches giving the real classes' methods that use a name vcrpy patches the real value.
 
     Each gets a copy bound to its module's globals as they are now, with vcrpy's
-    stubs swapped back for the real classes. Which methods: found once per process.
+    stubs swapped back for the real classes. A method replaced since it was found
+    (someone wrapped it) is left as it is: ``_guarded`` covers it.
     """
-    global _plan
-    if _plan is None:
-        _plan = _rebinding()
     return [
         mock.patch.object(owner, name, _copy(function, {**function.__globals__, **names}))
-        for owner, name, function, names in _plan
+        for owner, name, function, names in _plans()[0]
+        if vars(owner).get(name) is function
     ]
 
 
-def _rebinding() -> list[tuple[type, str, types.FunctionType, dict[str, Any]]]:
-    """(class, name, method, {name: real value}) for each method to rebind."""
+def _rebinding() -> tuple[list[_Rebind], list[_Reset]]:
+    """The methods to rebind, and (target, name, real value) for each class vcrpy patches."""
     real: dict[str, dict[str, Any]] = {}  # module -> name -> the real value vcrpy replaces
     classes = []
+    resets = []
     for patch in vcr.patch.reset_patchers():
         target = patch.getter()
         if _target_module(patch) in _SKIPPED:
             continue
+        resets.append((target, patch.attribute, patch.new))
         if isinstance(target, types.ModuleType):
             real.setdefault(target.__name__, {})[patch.attribute] = patch.new
         if isinstance(patch.new, type):
@@ -193,7 +262,8 @@ def _rebinding() -> list[tuple[type, str, types.FunctionType, dict[str, Any]]]:
                 used = {n: shadowed[n] for n in _names(function.__code__) if n in shadowed}
                 if used:
                     plan[owner, name] = (function, used)
-    return [(owner, name, function, used) for (owner, name), (function, used) in plan.items()]
+    rebinds = [(owner, name, function, used) for (owner, name), (function, used) in plan.items()]
+    return rebinds, resets
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -211,6 +281,7 @@ def _copy(function: types.FunctionType, globals_: dict[str, Any]) -> types.Funct
     copy.__kwdefaults__ = function.__kwdefaults__
     copy.__qualname__ = function.__qualname__
     copy.__doc__ = function.__doc__
+    copy.__annotations__ = function.__annotations__
     copy.__dict__.update(function.__dict__)
     return copy
 

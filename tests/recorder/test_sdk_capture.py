@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.client
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import anthropic
+import httplib2
 import httpx
 import openai
 import pytest
@@ -248,6 +250,48 @@ def test_https_connections_still_build_under_the_interceptors(cassette_path: Pat
             conn.getresponse()
         with pytest.raises(requests.ConnectionError):
             requests.get("https://127.0.0.1:1/", timeout=5)
+
+
+def test_a_wrapped_https_constructor_still_builds_and_keeps_its_wrapper(
+    cassette_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Instrumentation that wraps HTTPSConnection.__init__ hides the real method from the
+    # rebinding: the connection is built in vcrpy's window instead, the wrapper runs.
+    original = http.client.HTTPSConnection.__init__
+    calls = []
+
+    @functools.wraps(original)
+    def traced(self: http.client.HTTPSConnection, *args: object, **kwargs: object) -> None:
+        calls.append(args)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(http.client.HTTPSConnection, "__init__", traced)
+    with record(cassette_path):
+        conn = http.client.HTTPSConnection("127.0.0.1", 1, timeout=5)
+        conn.request("GET", "/")
+        with pytest.raises(ConnectionRefusedError):
+            conn.getresponse()
+    assert calls and calls[0][:2] == ("127.0.0.1", 1)
+    assert http.client.HTTPSConnection.__init__ is traced
+
+
+def test_httplib2_goes_through_vcrpy(cassette_path: Path) -> None:
+    # httplib2 builds its connections with http.client.HTTPConnection.__init__(self, ...),
+    # an attribute chain to a class vcrpy patches: built in vcrpy's window.
+    with StubLLM() as llm:
+        body = {"model": "h", "messages": [{"role": "user", "content": "via httplib2"}]}
+        client = httplib2.Http()
+        with record(cassette_path):
+            response, content = client.request(
+                llm.openai_base_url + "/chat/completions",
+                "POST",
+                body=json.dumps(body),
+                headers={"content-type": "application/json"},
+            )
+        client.close()
+    assert response.status == 200 and "echo: via httplib2" in content.decode()
+    (event,) = http_events(cassette_path)
+    assert event.via == "vcrpy" and json.loads(event.request.body) == body
 
 
 def test_playback_never_reaches_the_network_on_a_miss(cassette_path: Path) -> None:
