@@ -98,16 +98,16 @@ class _BareEnv:
 
 def _bare_share(agent: str, url: str, trials: int, threads: int) -> None:
     """One pool process's share: ``trials`` calls of the agent, ``threads`` at a time."""
-    from replay._modes import load_callable
+    from . import _trial_agent  # imported by _warm already: nothing to load in the timed part
 
-    run = load_callable(f"bench._trial_agent:{agent}")
+    run = getattr(_trial_agent, agent)
     env = _BareEnv(url)
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda _: run("Benchmark trial.", env), range(trials)))
 
 
 def _warm(_: int) -> None:
-    import bench._trial_agent  # noqa: F401
+    from . import _trial_agent  # noqa: F401
 
 
 def _bare(agent: str, url: str, trials: int) -> Point:
