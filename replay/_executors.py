@@ -14,13 +14,16 @@ differ only in how many trials are in flight and how a crashed worker shows.
   agent's as tasks of the process's one loop), one trial per call; fixtures
   in the object store once; the agent's code (``--ship DIR``) there too, as
   a zip each actor unpacks onto its import path.
-- dask: ``Client.get_executor()`` on ``--dask-address`` or a local cluster.
+- dask: ``Client.get_executor()`` on ``--dask-address`` or a local cluster;
+  fixtures go to the workers through a worker plugin, so workers that join
+  later (a nanny's restart, autoscaling) get them too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import io
 import itertools
 import math
@@ -378,7 +381,9 @@ class OnDask(Backend):
                 dashboard_address=None,
             )
             self._client = Client(self._cluster)
-        self._client.run(_start_worker, [os.getcwd(), *sys.path], dict(blobs))
+        # A plugin, not a one-off client.run: workers that join later (a nanny's restart
+        # after a crash, autoscaling) get the fixtures and the interceptors too.
+        self._client.register_plugin(_dask_setup([os.getcwd(), *sys.path], dict(blobs)))
         self.slots = max(1, spec.concurrency)
         # pure=False: a trial resubmitted after a crash must run again, not hit the cache.
         self._executor: Executor = self._client.get_executor(pure=False)
@@ -393,6 +398,24 @@ class OnDask(Backend):
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def _dask_setup(path: list[str], blobs: Mapping[str, Blob]) -> Any:
+    """A Dask worker plugin running ``_start_worker`` on every worker, now and to come."""
+    from distributed import WorkerPlugin
+
+    class ShipFixtures(WorkerPlugin):
+        name = (
+            "agent-replay-"
+            + hashlib.sha256(
+                "\0".join(sorted(f"{k}:{b.hash}" for k, b in blobs.items())).encode()
+            ).hexdigest()[:16]
+        )
+
+        def setup(self, worker: Any) -> None:
+            _start_worker(path, blobs)
+
+    return ShipFixtures()
 
 
 def backend(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:

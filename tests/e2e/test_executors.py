@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,3 +234,44 @@ def test_async_agents_run_as_tasks_of_one_loop(
     assert set(verdicts(store, "r").values()) == {"pass"} and calls == 60
     for trial in Store(store).trials("r"):  # each trial's cassette holds its own 10 calls
         assert trial["steps"] == 10
+
+
+@pytest.mark.slow
+def test_dask_workers_that_replace_a_dead_one_get_the_shipped_fixtures() -> None:
+    pytest.importorskip(
+        "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
+    )
+    from replay._executors import OnDask
+    from replay._runner import RunSpec
+    from replay._work import blob
+    from replay._world import load_fixture
+
+    path = REPO / "examples" / "shop" / "fixture.sql"
+    spec = RunSpec(name="d", cases=[], mode="sandbox", executor="dask", workers=1, concurrency=2)
+    backend = OnDask(spec, {str(path): blob(load_fixture(path))})
+    client = backend._client
+    try:
+        (before,) = client.run(_shipped).values()
+        assert before[1] == [str(path)]
+        with contextlib.suppress(Exception):  # the worker dies answering
+            client.run(_die)
+        deadline = time.monotonic() + 60
+        after = before
+        while after[0] == before[0] and time.monotonic() < deadline:
+            time.sleep(0.5)
+            with contextlib.suppress(Exception):
+                after = next(iter(client.run(_shipped).values()), before)
+        assert after[0] != before[0], "the nanny did not start a new worker"
+        assert after[1] == [str(path)]  # the new worker has the fixture without reading a file
+    finally:
+        backend.close()
+
+
+def _shipped() -> tuple[int, list[str]]:
+    from replay._world import _shipped
+
+    return os.getpid(), sorted(_shipped)
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
