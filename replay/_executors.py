@@ -373,13 +373,18 @@ class OnDask(Backend):
         if spec.dask_address:
             self._client = Client(spec.dask_address)
         else:
+            import dask
+
             workers = max(1, spec.workers)
-            self._cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=max(1, math.ceil(spec.concurrency / workers)),
-                processes=True,
-                dashboard_address=None,
-            )
+            # The driver retries what a dead worker lost (alone, bounded): Dask retrying it
+            # too would run a trial that kills its worker 4 times per driver attempt.
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+                self._cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=max(1, math.ceil(spec.concurrency / workers)),
+                    processes=True,
+                    dashboard_address=None,
+                )
             self._client = Client(self._cluster)
         # A plugin, not a one-off client.run: workers that join later (a nanny's restart
         # after a crash, autoscaling) get the fixtures and the interceptors too.

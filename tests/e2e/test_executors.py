@@ -88,12 +88,16 @@ def test_worker_processes_give_the_same_verdicts_and_report(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.parametrize("executor", ["local", "ray", "dask"])
 def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, request: pytest.FixtureRequest
 ) -> None:
     if executor == "ray":
         request.getfixturevalue("ray_cluster")
+    if executor == "dask":
+        pytest.importorskip(
+            "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
+        )
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "killer.py").write_text(textwrap.dedent(KILLER))
     monkeypatch.syspath_prepend(str(tmp_path / "agents"))
