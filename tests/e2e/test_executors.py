@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import textwrap
 import time
 from collections.abc import Iterator
@@ -24,15 +25,23 @@ CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 TOOLS = ["--tools", "examples.shop:make_tools"]
 
 KILLER = '''
-"""An agent that ends its own process on cases whose instruction says so."""
+"""An agent that ends its own process on cases whose instruction says so.
+
+First it deletes the fixture file: the workers that replace the dead one must get
+the world from the bytes the driver shipped, not from a file.
+"""
 import os
 import signal
 
 from examples.shop import agent as shop_agent
 
+FIXTURE = {fixture!r}
+
 
 def agent(instruction, env):
     if "end your process" in instruction:
+        if FIXTURE and os.path.exists(FIXTURE):
+            os.remove(FIXTURE)
         os.kill(os.getpid(), signal.SIGKILL)
     return shop_agent(instruction, env)
 '''
@@ -98,17 +107,23 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
         pytest.importorskip(
             "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
         )
+    case = yaml.safe_load(CASE.read_text())
+    fixture = tmp_path / "fixture.sql"  # a copy the killer deletes (Python 3.10: workers read it)
+    fixture.write_bytes((CASE.parent / case["fixture"]).read_bytes())
+    shipped = hasattr(sqlite3.Connection, "serialize")
     (tmp_path / "agents").mkdir()
-    (tmp_path / "agents" / "killer.py").write_text(textwrap.dedent(KILLER))
+    killer = KILLER.format(fixture=str(fixture) if shipped else "")
+    (tmp_path / "agents" / "killer.py").write_text(textwrap.dedent(killer))
     monkeypatch.syspath_prepend(str(tmp_path / "agents"))
-    deadly = yaml.safe_load(CASE.read_text())
-    deadly.update(id="deadly", instruction="Refund order 4812, then end your process.")
-    deadly["fixture"] = str((CASE.parent / deadly["fixture"]).resolve())
+    case["fixture"] = str(fixture)
+    (tmp_path / "refund.yaml").write_text(yaml.safe_dump(case))
+    deadly = {**case, "id": "deadly", "instruction": "Refund order 4812, then end your process."}
     (tmp_path / "deadly.yaml").write_text(yaml.safe_dump(deadly))
     store = str(tmp_path / "r.db")
     with StubLLM(refund_policy()) as llm:
         code, _, err = replay(
-            "run", str(CASE), str(tmp_path / "deadly.yaml"), "--run", "r", "--store", store,
+            "run", str(tmp_path / "refund.yaml"), str(tmp_path / "deadly.yaml"), "--run", "r",
+            "--store", store,
             "--llm-url", llm.openai_base_url, "--agent", "killer:agent", *TOOLS,
             "-k", "3", "--workers", "2", "-j", "4", "--executor", executor,
             *(["--ship", str(tmp_path / "agents")] if executor == "ray" else []),
