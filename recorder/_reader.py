@@ -87,20 +87,24 @@ def read_header(path: str | Path) -> Header:
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        first = decode_first(_bytes(path))
+    except DecodeError as exc:
+        raise CassetteCorrupt(str(exc), path=path) from None
+    if first is None:
+        raise CassetteCorrupt(_NO_HEADER, path=path)
+    return _header(first, path)
+
+
+_NO_HEADER = "holds no complete header: the recording was cut before it started"
+
+
+def _bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
     except FileNotFoundError:
         raise CassetteNotFound(path=path) from None
     except IsADirectoryError:
         raise CassetteCorrupt("is a directory, not a cassette file", path=path) from None
-    try:
-        first = decode_first(data)
-    except DecodeError as exc:
-        raise CassetteCorrupt(str(exc), path=path) from None
-    if first is None:
-        raise CassetteCorrupt(
-            "holds no complete header: the recording was cut before it started", path=path
-        )
-    return _header(first, path)
 
 
 def _header(first: dict[str, Any], path: Path) -> Header:
@@ -123,20 +127,12 @@ def _header(first: dict[str, Any], path: Path) -> Header:
 
 def _read(path: Path) -> Cassette:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CassetteNotFound(path=path) from None
-    except IsADirectoryError:
-        raise CassetteCorrupt("is a directory, not a cassette file", path=path) from None
-    try:
-        decoded = decode(data)
+        decoded = decode(_bytes(path))
     except DecodeError as exc:
         raise CassetteCorrupt(str(exc), path=path) from None
     records = decoded.records
     if not records:
-        raise CassetteCorrupt(
-            "holds no complete header: the recording was cut before it started", path=path
-        )
+        raise CassetteCorrupt(_NO_HEADER, path=path)
     _header(records[0], path)  # the kind and version gate, before anything else
     header: Header | None = None
     events: list[Event] = []
