@@ -101,12 +101,8 @@ def test_worker_processes_give_the_same_verdicts_and_report(tmp_path: Path) -> N
 def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, request: pytest.FixtureRequest
 ) -> None:
-    if executor == "ray":
-        request.getfixturevalue("ray_cluster")
-    if executor == "dask":
-        pytest.importorskip(
-            "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
-        )
+    if executor != "local":
+        request.getfixturevalue(CLUSTER[executor])
     case = yaml.safe_load(CASE.read_text())
     fixture = tmp_path / "fixture.sql"  # a copy the killer deletes (Python 3.10: workers read it)
     fixture.write_bytes((CASE.parent / case["fixture"]).read_bytes())
@@ -159,15 +155,31 @@ def ray_cluster() -> Iterator[None]:
     ray.shutdown()
 
 
+@pytest.fixture
+def dask_installed() -> None:
+    """Dask's tests start their own local cluster (one per run); they need Dask only."""
+    pytest.importorskip(
+        "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
+    )
+
+
+CLUSTER = {"ray": "ray_cluster", "dask": "dask_installed"}
+"""What each cluster executor's tests need in place."""
+
+
 @pytest.mark.slow
-def test_ray_gives_the_same_verdicts_and_report_as_local(tmp_path: Path, ray_cluster: None) -> None:
+@pytest.mark.parametrize("executor", ["ray", "dask"])
+def test_a_cluster_gives_the_same_verdicts_and_report_as_local(
+    tmp_path: Path, executor: str, request: pytest.FixtureRequest
+) -> None:
+    request.getfixturevalue(CLUSTER[executor])
     store = str(tmp_path / "r.db")
     with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
         run(store, "here", llm, "-k", "6")
     with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
-        run(store, "ray", llm, "-k", "6", "--executor", "ray", "--workers", "1", "-j", "1")
-    assert verdicts(store, "ray") == verdicts(store, "here")
-    assert report(store, "ray") == report(store, "here")
+        run(store, executor, llm, "-k", "6", "--executor", executor, "--workers", "1", "-j", "1")
+    assert verdicts(store, executor) == verdicts(store, "here")
+    assert report(store, executor) == report(store, "here")
 
 
 @pytest.mark.slow
@@ -188,19 +200,6 @@ def test_ray_runs_an_agent_the_driver_cannot_import(tmp_path: Path, ray_cluster:
             "--ship", str(shipped), agent="remote_agent:agent",
         )  # fmt: skip
     assert set(verdicts(store, "shipped").values()) == {"pass"}
-
-
-@pytest.mark.slow
-def test_dask_gives_the_same_verdicts_as_local(tmp_path: Path) -> None:
-    pytest.importorskip(
-        "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
-    )
-    store = str(tmp_path / "r.db")
-    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
-        run(store, "here", llm, "-k", "4")
-    with StubLLM(refund_policy(), seed=7, flake_rate=0.06) as llm:
-        run(store, "dask", llm, "-k", "4", "--executor", "dask", "--workers", "1", "-j", "1")
-    assert verdicts(store, "dask") == verdicts(store, "here")
 
 
 @pytest.mark.slow
@@ -256,10 +255,9 @@ def test_async_agents_run_as_tasks_of_one_loop(
 
 
 @pytest.mark.slow
-def test_dask_workers_that_replace_a_dead_one_get_the_shipped_fixtures() -> None:
-    pytest.importorskip(
-        "distributed", reason="dask is not installed (pip install 'agent-replay[dask]')"
-    )
+def test_dask_workers_that_replace_a_dead_one_get_the_shipped_fixtures(
+    dask_installed: None,
+) -> None:
     from replay._executors import OnDask
     from replay._runner import RunSpec
     from replay._work import blob
