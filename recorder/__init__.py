@@ -10,7 +10,7 @@ with record("cassettes/refund.cassette", world=conn, case_id="refund-4812") as r
 The public API is what ``__all__`` lists; every other module is private.
 """
 
-from ._capture import world_hash
+from ._capture import keep_capture, world_hash
 from ._delta import net_delta
 from ._errors import (
     AssertionSyntaxError,
@@ -93,6 +93,7 @@ __all__ = [
     "WarningEvent",
     "WorldDelta",
     "__version__",
+    "keep_capture",
     "llm_call",
     "net_delta",
     "patched",

@@ -22,6 +22,9 @@ import hashlib
 import itertools
 import json
 import sqlite3
+import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,8 +113,8 @@ class ChangeCapture:
         self._seq_fn = f"_replay_seq_{self._id}"
         # Log ids come from Python, not the table: a rolled-back transaction must not
         # hand out again ids the capture has already read past.
-        counter = itertools.count(1)
-        conn.create_function(self._seq_fn, 0, lambda: next(counter))
+        self._ids = _Ids()
+        conn.create_function(self._seq_fn, 0, self._ids)
         self._tables: dict[str, _Table] = {}
         self._slots: dict[str, int] = {}
         self._mark = 0
@@ -125,6 +128,36 @@ class ChangeCapture:
         self._sync_schema(initial=True)
         self._data_version = self._one("PRAGMA main.data_version")
         self._keep()
+        self._kept: tuple[int, dict[str, _Table], dict[str, int]] | None = None
+        self._busy = threading.Lock()
+
+    @classmethod
+    def begin(cls, conn: sqlite3.Connection) -> ChangeCapture:
+        """A capture for one recording: the one kept on ``conn`` if it is free, else a new one."""
+        kept = _kept.get(id(conn))
+        if kept is not None and kept._busy.acquire(blocking=False):
+            rewound = False
+            try:
+                rewound = kept._rewind()
+            finally:
+                if not rewound:
+                    kept._busy.release()
+            if rewound:
+                return kept
+        return cls(conn)
+
+    def _rewind(self) -> bool:
+        """Start a recording on a kept capture; False if the world is not where it was kept."""
+        assert self._kept is not None
+        version, tables, slots = self._kept
+        if self._one("PRAGMA main.schema_version") != version:
+            return False
+        # The connection went back to its kept state (a rollback): so did its schema, and
+        # the triggers armed since for new tables went with it.
+        self._schema_version, self._tables, self._slots = version, dict(tables), dict(slots)
+        self._mark = self._ids.last
+        self._data_version = self._one("PRAGMA main.data_version")
+        return True
 
     def _keep(self) -> None:
         # A connection whose whole session is one transaction (a replay World) offers
@@ -287,7 +320,19 @@ class ChangeCapture:
             self._mark = rows[-1][0]
 
     def close(self) -> None:
-        """Remove this capture's triggers and change log from the connection."""
+        """Remove this capture's triggers and change log (a kept one stays, for the next)."""
+        if self._kept is not None:
+            if self._busy.locked():
+                self._busy.release()
+            return
+        self._drop()
+
+    def _release(self) -> None:
+        if _kept.get(id(self.conn)) is self:
+            del _kept[id(self.conn)]
+        self._drop()
+
+    def _drop(self) -> None:
         for name in self._rows(
             "SELECT name FROM temp.sqlite_master "
             "WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
@@ -296,6 +341,46 @@ class ChangeCapture:
             self._run(f"DROP TRIGGER IF EXISTS temp.{_q(name[0])}")
         self._run(f"DROP TABLE IF EXISTS temp.{self._log}")
         self._run(f"PRAGMA recursive_triggers = {'ON' if self._recursive else 'OFF'}")
+
+
+class _Ids:
+    """The change log's ids (the triggers call it: it must not hold the capture)."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def __call__(self) -> int:
+        self.last += 1
+        return self.last
+
+
+_kept: weakref.WeakValueDictionary[int, ChangeCapture] = weakref.WeakValueDictionary()
+"""Captures kept on their connections, by ``id(connection)`` (a kept capture holds its
+connection, so the id is not reused while the entry lives)."""
+
+
+def keep_capture(conn: sqlite3.Connection) -> Callable[[], None]:
+    """Arm change capture on ``conn`` once, for every recording made on it from now on.
+
+    A recording arms its triggers on the world when it starts and drops them
+    when it closes (~0.4 ms, most of a small trial's capture cost). A
+    connection that records many trials, each rolled back to where it was
+    here (a replay ``World``), can keep them armed instead. Call this outside
+    any transaction (the triggers must outlive the trials' rollbacks). It
+    returns the function that drops them: call it before closing ``conn`` or
+    replacing its database; the capture is kept as long as that function is
+    referenced. A recording that finds the schema changed since, or the
+    capture in use, arms its own as usual.
+
+    Raises:
+        ValueError: ``conn`` is inside a transaction.
+    """
+    if conn.in_transaction:
+        raise ValueError("keep_capture() needs a connection outside any transaction")
+    capture = ChangeCapture(conn)
+    capture._kept = (capture._schema_version, dict(capture._tables), dict(capture._slots))
+    _kept[id(conn)] = capture
+    return capture._release
 
 
 def world_hash(conn: sqlite3.Connection) -> str:

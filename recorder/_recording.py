@@ -166,7 +166,7 @@ class Recording:
         self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
         # After the writer: if the file cannot be created, the user's connection is untouched.
         try:
-            self._capture = ChangeCapture(world) if world is not None else None
+            self._capture = ChangeCapture.begin(world) if world is not None else None
         except BaseException as exc:
             self._capture = None
             self._append(ErrorEvent(t=self.now(), error=self._error(exc)))

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import sqlite_utils
 
-from recorder import FixtureError, WorldDelta, world_hash
+from recorder import FixtureError, WorldDelta, keep_capture, world_hash
 
 from ._documents import is_documents, load_collection
 
@@ -200,6 +200,9 @@ class World:
         self.rebuilds = 0
         """How many resets had to rebuild from the fixture (a tool ended the transaction)."""
         sqlite3.Connection.execute(conn, "CREATE TEMP TABLE _replay_epoch (n)")
+        # Change capture armed once, outside the trials' transaction: each trial's rollback
+        # empties its log and keeps its triggers (a recording then costs no DDL).
+        self._release_capture = keep_capture(conn)
         self._begin()
 
     def _begin(self) -> None:
@@ -220,7 +223,9 @@ class World:
         if ended or run(self.conn, "SELECT count(*) FROM temp._replay_epoch").fetchone()[0]:
             self.rebuilds += 1
             run(self.conn, "DELETE FROM temp._replay_epoch")
+            self._release_capture()  # armed on the database being replaced
             self.fixture._fill(self.conn)
+            self._release_capture = keep_capture(self.conn)
         self._begin()
 
     def apply(self, delta: WorldDelta) -> None:
@@ -270,6 +275,7 @@ class World:
 
     def close(self) -> None:
         """Drop the world."""
+        self._release_capture()
         self.conn.close()
 
 

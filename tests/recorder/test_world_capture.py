@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from recorder import RowChange, ToolEvent, WarningEvent, read_cassette, record, tool
+from recorder import (
+    RowChange,
+    ToolEvent,
+    WarningEvent,
+    keep_capture,
+    read_cassette,
+    record,
+    tool,
+)
 from recorder._capture import ChangeCapture
 
 
@@ -326,3 +334,39 @@ def test_a_failed_start_leaves_the_connection_untouched(cassette_path: Path) -> 
     with pytest.raises(Exception, match="already exists"):
         record(cassette_path, world=conn)
     assert conn.execute("select count(*) from temp.sqlite_master").fetchone() == (0,)
+
+
+def test_a_kept_capture_serves_recordings_until_released(tmp_path: Path) -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("create table t (id integer primary key)")
+    conn.execute("begin")
+    with pytest.raises(ValueError, match="outside any transaction"):
+        keep_capture(conn)
+    conn.execute("rollback")
+    release = keep_capture(conn)
+
+    @tool(writes=True)
+    def add(n: int) -> None:
+        conn.execute("insert into t values (?)", (n,))
+
+    def keys(name: str) -> list[list[int]]:
+        footer = read_cassette(tmp_path / name).footer
+        assert footer is not None and footer.state_diff is not None
+        return [c.key for c in footer.state_diff.get("t", [])]
+
+    for n in (1, 2):  # each trial rolled back: each sees its own row only
+        conn.execute("begin")
+        with record(tmp_path / f"{n}.cassette", world=conn):
+            add(n)
+        conn.execute("rollback")
+        assert keys(f"{n}.cassette") == [[n]]
+    conn.execute("begin")
+    with record(tmp_path / "outer.cassette", world=conn):  # the kept capture
+        add(3)
+        with record(tmp_path / "inner.cassette", world=conn):  # in use: arms its own
+            add(4)
+    conn.execute("rollback")
+    assert keys("outer.cassette") == [[3], [4]] and keys("inner.cassette") == [[4]]
+    release()
+    left = conn.execute("select name from temp.sqlite_master").fetchall()
+    assert left == [] and conn.execute("pragma recursive_triggers").fetchone() == (0,)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
+import weakref
 from pathlib import Path
 
 import pytest
 
 from examples.shop import INSTRUCTION, make_tools, refund_policy, run_agent
-from recorder import FixtureError, read_cassette, record, world_hash
+from recorder import FixtureError, WarningEvent, read_cassette, record, tool, world_hash
 from replay._world import Fixture, World
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, SHOP_FIXTURE
@@ -191,3 +193,63 @@ def test_db_paths_with_uri_characters_and_json_empty_tables(tmp_path: Path) -> N
     js.write_text(json.dumps({"refunds": []}))
     with pytest.raises(FixtureError, match="has no rows: give"):
         Fixture.load(js)
+
+
+def _trial(world: World, path: Path, *body: str) -> tuple[dict[str, object], list[str], int]:
+    """One recorded trial on a reset world running ``body`` (SQL statements).
+
+    Returns its state diff, its warnings and how many statements made or dropped a trigger.
+    """
+    world.reset()
+    ddl: list[str] = []
+    world.conn.set_trace_callback(lambda sql: ddl.append(sql) if "TRIGGER" in sql else None)
+
+    @tool(writes=True)
+    def act() -> None:
+        for statement in body:
+            sqlite3.Connection.execute(world.conn, statement)
+
+    with record(path, world=world.conn):
+        act()
+    world.conn.set_trace_callback(None)
+    cassette = read_cassette(path)
+    assert cassette.footer is not None and cassette.footer.state_diff is not None
+    diff = {
+        table: [(c.key, c.before, c.after) for c in changes]
+        for table, changes in cassette.footer.state_diff.items()
+    }
+    warnings = [e.message for e in cassette.events if isinstance(e, WarningEvent)]
+    return diff, warnings, len(ddl)
+
+
+def test_trials_on_a_world_share_its_capture_and_each_sees_only_its_own_changes(
+    shop: Fixture, tmp_path: Path
+) -> None:
+    world = shop.open()
+    for n in range(3):  # the capture armed with the world serves every trial: no trigger DDL
+        update = f"UPDATE orders SET total = {n} WHERE id = 4812"
+        diff, warnings, ddl = _trial(world, tmp_path / f"{n}.cassette", update)
+        assert diff == {"orders": [([4812], {"total": 35.0}, {"total": n})]}
+        assert warnings == [] and ddl == 0
+    # A trial that creates a table: captured; the next trial starts from the fixture's schema.
+    create = ("CREATE TABLE extra (k TEXT PRIMARY KEY)", "INSERT INTO extra VALUES ('a')")
+    diff, warnings, _ = _trial(world, tmp_path / "new.cassette", *create)
+    assert diff == {"extra": [(["a"], None, {"k": "a"})]} and warnings == []
+    diff, warnings, ddl = _trial(world, tmp_path / "after.cassette", "DELETE FROM ledger")
+    assert list(diff) == ["ledger"] and warnings == [] and ddl == 0
+    # A tool that commits for real: the world is rebuilt, and capture armed on it again.
+    _trial(world, tmp_path / "raw.cassette", "COMMIT", "BEGIN")
+    world.reset()
+    assert world.rebuilds == 1 and snapshot(world) == shop.hash
+    ship = "UPDATE orders SET status = 'shipped' WHERE id = 4812"
+    diff, warnings, ddl = _trial(world, tmp_path / "rebuilt.cassette", ship)
+    assert diff == {"orders": [([4812], {"status": "paid"}, {"status": "shipped"})]}
+    assert warnings == [] and ddl == 0
+
+
+def test_a_world_no_longer_used_is_freed_with_its_capture(shop: Fixture) -> None:
+    world = shop.open()
+    conn = weakref.ref(world.conn)
+    del world
+    gc.collect()
+    assert conn() is None
