@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import http.client
+import http.server
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -309,3 +311,56 @@ def test_playback_never_reaches_the_network_on_a_miss(cassette_path: Path) -> No
         assert "same method and URL with a different body" in str(info.value)
         assert len(player.misses) == 1
         assert len(llm.requests) == 1  # the miss was not sent
+
+
+class _Headers(http.server.BaseHTTPRequestHandler):
+    """Repeated and interleaved headers; ``/chunked`` sends its body in chunks."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        for name, value in [
+            ("X-B", "1"),
+            ("Set-Cookie", "a=1"),
+            ("X-A", "2"),
+            ("Set-Cookie", "b=2"),
+        ]:
+            self.send_header(name, value)
+        if self.path == "/chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n")
+            return
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        """Quiet."""
+
+
+def test_a_recorded_http_client_response_has_the_real_ones_headers(cassette_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Headers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def get(path: str) -> tuple[list[tuple[str, str]], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+        conn.request("GET", path)
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        return [(k, v) for k, v in response.msg.items() if k not in ("Date", "Server")], body
+
+    try:
+        real = get("/")
+        real_chunked = get("/chunked")
+        with record(cassette_path):
+            recorded = get("/")
+            recorded_chunked = get("/chunked")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert recorded == real  # every header, repeated ones too, in the server's order
+    assert real_chunked[1] == recorded_chunked[1] == b"abcdef"
+    # The stub's body is whole: its headers no longer say chunked (and nothing else changed).
+    assert recorded_chunked[0] == [h for h in real_chunked[0] if h[0] != "Transfer-Encoding"]
+    assert [e.response.status for e in http_events(cassette_path) if e.response] == [200, 200]
