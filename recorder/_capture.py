@@ -288,8 +288,10 @@ class ChangeCapture:
         builder = DeltaBuilder()
         # Read what the current triggers logged before re-arming them for a new schema.
         self._drain(builder)
+        version = self._schema_version
         notes = self._sync_schema()
-        self._drain(builder)
+        if self._schema_version != version:  # re-armed: a new table's rows may be logged
+            self._drain(builder)
         version = self._one("PRAGMA main.data_version")
         if version != self._data_version:
             self._data_version = version

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import sqlite3
 import subprocess
 import threading
@@ -65,7 +66,7 @@ def git_version(cwd: Path | None = None) -> str | None:
     imported, whatever changes on disk later (and it saves two ``git`` runs
     per trial).
     """
-    return _git_version(str(Path(cwd or ".").resolve()))
+    return _git_version(str(Path(cwd).resolve()) if cwd is not None else os.getcwd())
 
 
 @functools.lru_cache(maxsize=16)
