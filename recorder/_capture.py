@@ -364,21 +364,28 @@ connection, so the id is not reused while the entry lives)."""
 def keep_capture(conn: sqlite3.Connection) -> Callable[[], None]:
     """Arm change capture on ``conn`` once, for every recording made on it from now on.
 
-    A recording arms its triggers on the world when it starts and drops them
-    when it closes (~0.4 ms, most of a small trial's capture cost). A
-    connection that records many trials, each rolled back to where it was
-    here (a replay ``World``), can keep them armed instead. Call this outside
-    any transaction (the triggers must outlive the trials' rollbacks). It
-    returns the function that drops them: call it before closing ``conn`` or
-    replacing its database; the capture is kept as long as that function is
-    referenced. A recording that finds the schema changed since, or the
-    capture in use, arms its own as usual.
+    A recording arms its TEMP triggers when it starts and drops them when it
+    closes: two TEMP schema changes per recording, and every schema change
+    makes SQLite prepare the connection's statements again. A connection that
+    records many trials, each rolled back to where it was here (a replay
+    ``World``), can keep them armed instead. Call this outside any
+    transaction (the triggers must outlive the trials' rollbacks). It returns
+    the function that drops them (the same one if ``conn`` has a kept capture
+    already): call it before closing ``conn`` or replacing its database; the
+    capture lasts as long as that function is referenced. A recording that
+    finds the schema changed since, or the kept capture in use, arms its own.
 
     Raises:
         ValueError: ``conn`` is inside a transaction.
     """
     if conn.in_transaction:
-        raise ValueError("keep_capture() needs a connection outside any transaction")
+        raise ValueError(
+            "keep_capture() arms triggers that must outlive the trials' rollbacks: "
+            "call it outside any transaction (before BEGIN)"
+        )
+    kept = _kept.get(id(conn))
+    if kept is not None:
+        return kept._release
     capture = ChangeCapture(conn)
     capture._kept = (capture._schema_version, dict(capture._tables), dict(capture._slots))
     _kept[id(conn)] = capture

@@ -344,6 +344,7 @@ def test_a_kept_capture_serves_recordings_until_released(tmp_path: Path) -> None
         keep_capture(conn)
     conn.execute("rollback")
     release = keep_capture(conn)
+    assert keep_capture(conn) == release  # kept once per connection
 
     @tool(writes=True)
     def add(n: int) -> None:
