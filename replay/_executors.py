@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from recorder import ConfigError
 
-from ._work import Blob, Done, Work, hold_patches, install_fixtures, run_work
+from ._work import Blob, Done, Work, hold_patches, install_fixtures, run_work, sweep_scratch
 
 if TYPE_CHECKING:
     from ._runner import RunSpec
@@ -97,6 +97,7 @@ def _start_worker(path: list[str], blobs: Mapping[str, Blob]) -> None:
             sys.path.insert(0, entry)
     install_fixtures(blobs)
     hold_patches()
+    sweep_scratch()  # what a worker that died here before left
 
 
 class WorkerDied(Exception):
@@ -299,6 +300,7 @@ class _RayWorker:
             unpack(code)
         install_fixtures(blobs)
         hold_patches()
+        sweep_scratch()
 
     def run(self, work: Work) -> list[Done]:
         return run_work(work)

@@ -25,7 +25,7 @@ from ._executors import Backend, backend
 from ._faults import Fault, parse_faults
 from ._modes import Mode, load_callable
 from ._store import Store
-from ._work import Done, Job, Work, blob, failed
+from ._work import Done, Job, Work, blob, failed, sweep_scratch
 from ._world import load_fixture
 from .graders import Judge
 
@@ -161,11 +161,9 @@ def execute(
     try:
         with patched():  # trials run here (in-process): interceptors installed once
             _Driver(spec, runner, judge, tuple(faults), out, store, on_trial).run(todo)
-    except BaseException:
-        # Ctrl-C or a store failure: run nothing more; stored trials stay for --resume.
+    finally:  # also on Ctrl-C or a store failure: stored trials stay for --resume
         runner.close()
-        raise
-    runner.close()
+        sweep_scratch()  # the scratch folders of workers that died on this machine
     store.finish_run(spec.name)
 
 

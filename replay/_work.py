@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import json
 import os
+import shutil
 import tempfile
 import threading
 import traceback
@@ -96,8 +97,33 @@ class Done:
 
 
 _fixtures_lock = threading.Lock()
-_SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+_SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 """Where a worker's cassettes wait to be sent back: memory, where Linux offers it."""
+_PREFIX = "replay-work-"
+"""Scratch folders are ``replay-work-<pid>-<random>``: whose they are outlives their owner."""
+
+
+def sweep_scratch() -> None:
+    """Remove the scratch folders of worker processes on this machine that have died.
+
+    A worker that dies mid-trial (an agent that ends its own process) cannot
+    remove the folders of its trials in flight; the next worker to start, and
+    the driver when a run ends, remove them.
+    """
+    for path in Path(_SCRATCH).glob(f"{_PREFIX}*-*"):
+        owner = path.name[len(_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 _held: list[Any] = []
@@ -132,7 +158,8 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
     agent = load_callable(spec.agent) if spec.mode != "review" and spec.agent else None
     tools = load_callable(spec.tools) if spec.tools else None
     # patched(): held already in workers and in a driver running trials itself (then free).
-    with patched(), tempfile.TemporaryDirectory(prefix="replay-work-", dir=_SCRATCH) as tmp:
+    scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=_SCRATCH)
+    with patched(), scratch as tmp:
         out = Path(work.out) if work.out else Path(tmp)
         recorded = _recorded(work, Path(tmp))
 

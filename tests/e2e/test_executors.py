@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import textwrap
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from examples.shop import refund_policy
+from replay import _work
 from replay._store import Store
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
@@ -116,6 +118,7 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     deadly = {**case, "id": "deadly", "instruction": "Refund order 4812, then end your process."}
     (tmp_path / "deadly.yaml").write_text(yaml.safe_dump(deadly))
     store = str(tmp_path / "r.db")
+    scratch_before = _scratch()
     with StubLLM(refund_policy()) as llm:
         code, _, err = replay(
             "run", str(tmp_path / "refund.yaml"), str(tmp_path / "deadly.yaml"), "--run", "r",
@@ -134,6 +137,30 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     }
     evidence = [g["evidence"] for g in Store(store).grades("r") if g["case_id"] == "deadly"]
     assert all("died 2 times" in e[0] for e in evidence)
+    # The dead workers' scratch folders (their trials in flight) went with the run.
+    assert _scratch() == scratch_before
+
+
+def _scratch() -> set[Path]:
+    return set(Path(_work._SCRATCH).glob("replay-work-*"))
+
+
+def test_a_dead_workers_scratch_folders_are_swept_a_live_ones_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_work, "_SCRATCH", str(tmp_path))
+    dead = subprocess.Popen(["true"])  # a process that has exited: its pid is free
+    dead.wait()
+    folders = [
+        tmp_path / f"replay-work-{dead.pid}-abc",  # its worker died mid-trial
+        tmp_path / f"replay-work-{os.getpid()}-def",  # a live worker's trial in flight
+        tmp_path / "replay-work-olderstyle",  # not ours to judge
+    ]
+    for folder in folders:
+        folder.mkdir()
+        (folder / "t-0.cassette").write_bytes(b"x")
+    _work.sweep_scratch()
+    assert [f.exists() for f in folders] == [False, True, True]
 
 
 @pytest.fixture(scope="session")
