@@ -33,6 +33,7 @@ import pickle
 import sys
 import tempfile
 import threading
+import time
 import traceback
 import zipfile
 from collections.abc import Callable, Mapping
@@ -41,7 +42,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recorder import ConfigError
+from recorder import ConfigError, ReplayError
 
 from ._work import Blob, Done, Work, hold_patches, install_fixtures, run_work, sweep_scratch
 
@@ -50,6 +51,12 @@ if TYPE_CHECKING:
 
 RAY_OBJECT_STORE = 256 * 1024 * 1024
 """Object store bytes for a Ray cluster started here (small: fixtures and cassettes)."""
+NO_WORKERS_S = 120.0
+"""Seconds a Dask cluster may have no workers at all before the run fails."""
+
+
+class ClusterError(ReplayError):
+    """The cluster running the trials cannot run them (no workers left)."""
 
 
 class Backend:
@@ -70,6 +77,9 @@ class Backend:
 
     def restart(self) -> None:
         """Make the backend usable again after a crash."""
+
+    def stalled(self) -> None:
+        """Nothing has finished for a while: raise if the backend cannot make progress."""
 
     def close(self) -> None:
         """Release workers."""
@@ -392,6 +402,7 @@ class OnDask(Backend):
         # after a crash, autoscaling) get the fixtures and the interceptors too.
         self._client.register_plugin(_dask_setup([os.getcwd(), *sys.path], dict(blobs)))
         self.slots = max(1, spec.concurrency)
+        self._workerless_since: float | None = None
         # pure=False: a trial resubmitted after a crash must run again, not hit the cache.
         self._executor: Executor = self._client.get_executor(pure=False)
 
@@ -400,6 +411,29 @@ class OnDask(Backend):
 
     def crashed(self, exc: BaseException) -> bool:
         return type(exc).__name__ == "KilledWorker"
+
+    def stalled(self) -> None:
+        """Fail the run when the cluster has had no workers for ``NO_WORKERS_S``.
+
+        Dask waits for workers forever; a cluster whose workers all died and were not
+        replaced (a nanny does not restart a worker killed while it starts) would hang
+        the run.
+
+        Raises:
+            ClusterError: No workers for ``NO_WORKERS_S`` seconds.
+        """
+        now = time.monotonic()
+        if self._client.scheduler_info().get("workers"):
+            self._workerless_since = None
+            return
+        if self._workerless_since is None:
+            self._workerless_since = now
+        elif now - self._workerless_since >= NO_WORKERS_S:
+            raise ClusterError(
+                f"the Dask cluster has had no workers for {NO_WORKERS_S:g} s (they died and "
+                "were not replaced); the trials stored so far stay: --resume once it has "
+                "workers again (a local cluster starts afresh)"
+            )
 
     def close(self) -> None:
         self._client.close()

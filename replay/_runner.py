@@ -169,6 +169,8 @@ def execute(
 
 MAX_CRASHES = 2
 """Times a trial may take its worker down (alone) before it is stored as an ``error``."""
+WATCH_S = 10.0
+"""Seconds without a finished trial after which the driver asks the backend if it is stuck."""
 
 
 class _Driver:
@@ -252,7 +254,11 @@ class _Driver:
                 self.runner.restart()
                 broken = False
                 continue
-            ready = [finished.get()]
+            try:
+                ready = [finished.get(timeout=WATCH_S)]
+            except queue.Empty:
+                self.runner.stalled()  # raises when the backend cannot make progress
+                continue
             while not finished.empty():
                 ready.append(finished.get())
             done: list[Done] = []

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from examples.shop import refund_policy
-from replay import _work
+from replay import _executors, _runner, _work
 from replay._store import Store
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
@@ -319,3 +319,29 @@ def _shipped() -> tuple[int, list[str]]:
 
 def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_dask_cluster_left_without_workers_fails_the_run_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dask_installed: None
+) -> None:
+    # Dask waits for workers forever; a cluster whose workers all died and were not
+    # replaced (a nanny does not restart a worker killed while it starts) hung the run.
+    from distributed import LocalCluster
+
+    monkeypatch.setattr(_runner, "WATCH_S", 0.5)
+    monkeypatch.setattr(_executors, "NO_WORKERS_S", 2.0)
+    store = str(tmp_path / "r.db")
+    with (
+        LocalCluster(n_workers=0, processes=True, dashboard_address=None) as cluster,
+        StubLLM(refund_policy()) as llm,
+    ):
+        code, _, err = replay(
+            "run", str(CASE), "--run", "r", "--store", store, "--llm-url", llm.openai_base_url,
+            "--agent", "examples.shop:agent", *TOOLS, "--executor", "dask",
+            "--dask-address", cluster.scheduler_address,
+        )  # fmt: skip
+    assert code == 2, err
+    assert err.startswith("error: the Dask cluster has had no workers for 2 s")
+    assert err.count("\n") == 1
+    assert Store(store).run("r") is not None  # the run is there to --resume
