@@ -191,9 +191,10 @@ def _parse_headers(header_list: dict[str, list[str]]) -> Any:
     """vcrpy's, without parsing again the headers the real response has just parsed.
 
     vcrpy serialises a real response's headers to a dict, then builds its stub
-    response by writing that dict out as text and parsing it (a third of a
-    recorded call's CPU). The message is rebuilt from the real one instead: the
-    same headers, in the order the server sent them, minus any the stub dropped.
+    response by writing that dict out as text and parsing it again (as much CPU
+    as the real response's own parse). The message is rebuilt from the real one
+    instead: the same headers, in the order the server sent them, minus any the
+    stub dropped.
     """
     last, _parsed.last = getattr(_parsed, "last", None), None
     if (

@@ -108,7 +108,9 @@ def sweep_scratch() -> None:
 
     A worker that dies mid-trial (an agent that ends its own process) cannot
     remove the folders of its trials in flight; the next worker to start, and
-    the driver when a run ends, remove them.
+    the driver when a run ends, remove them. (Processes are told apart by pid:
+    containers that share ``/dev/shm`` but not their pids would see each
+    other's workers as dead.)
     """
     for path in Path(_SCRATCH).glob(f"{_PREFIX}*-*"):
         owner = path.name[len(_PREFIX) :].split("-", 1)[0]
