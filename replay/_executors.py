@@ -308,9 +308,7 @@ class _RayWorker:
     def __init__(self, blobs: Mapping[str, Blob], code: bytes | None) -> None:
         if code is not None:
             unpack(code)
-        install_fixtures(blobs)
-        hold_patches()
-        sweep_scratch()
+        _start_worker([], blobs)  # (the driver's import path means nothing on a cluster)
 
     def run(self, work: Work) -> list[Done]:
         return run_work(work)
