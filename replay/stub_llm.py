@@ -1,6 +1,8 @@
-"""A stub LLM server speaking the OpenAI and Anthropic chat HTTP APIs, for testing agents offline.
+"""A stub LLM server speaking the OpenAI and Anthropic HTTP APIs, for testing agents offline.
 
 Replies come from a pluggable, deterministic policy; only the standard library is used.
+This module is the server and its dispatch; each API's wire format lives in its own
+module (``_stub_openai``, ``_stub_anthropic``).
 """
 
 from __future__ import annotations
@@ -9,17 +11,16 @@ import contextlib
 import itertools
 import json
 import logging
-import math
 import random
-import re
 import socket
 import sys
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from . import _stub_anthropic, _stub_openai
 from ._stub_policies import (
     DEFAULT_FINAL,
     ChatRequest,
@@ -31,6 +32,7 @@ from ._stub_policies import (
     ScriptedPolicy,
     ToolCall,
 )
+from ._stub_wire import Answer, BadRequest, Endpoint
 
 __all__ = [
     "ChatRequest",
@@ -47,374 +49,14 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_OPENAI_PATH = "/v1/chat/completions"
-_ANTHROPIC_PATH = "/v1/messages"
-_ARGUMENT_PIECES = 3
+# Request path -> the API served there.
+_ENDPOINTS: dict[str, Endpoint] = {
+    "/v1/chat/completions": _stub_openai.ENDPOINT,
+    "/v1/messages": _stub_anthropic.ENDPOINT,
+}
 _MAX_LINE = 65_537
 # How often the accept loop checks for stop(); bounds how long stop() takes.
 _POLL_INTERVAL = 0.02
-
-
-# --------------------------------------------------------------------------- normalization
-
-
-class _BadRequest(Exception):
-    """The request body is JSON but not a valid chat request."""
-
-
-def _text_of(content: Any) -> str:
-    """Flatten a message content (string, None, or a list of parts/blocks) to text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-        return "".join(texts)
-    raise _BadRequest("message content must be a string or a list of content parts")
-
-
-def _message(
-    role: str,
-    content: str,
-    tool_calls: list[dict[str, Any]] | None = None,
-    tool_call_id: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "role": role,
-        "content": content,
-        "tool_calls": tool_calls or [],
-        "tool_call_id": tool_call_id,
-    }
-
-
-def _require_model_and_messages(body: dict[str, Any]) -> tuple[str, list[Any]]:
-    model = body.get("model", "")
-    if not isinstance(model, str):
-        raise _BadRequest("'model' must be a string")
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        raise _BadRequest("'messages' must be a list")
-    for message in messages:
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise _BadRequest("each message must be an object with a string 'role'")
-    return model, messages
-
-
-def _normalize_openai(body: dict[str, Any]) -> ChatRequest:
-    model, raw_messages = _require_model_and_messages(body)
-    messages: list[dict[str, Any]] = []
-    for raw in raw_messages:
-        tool_calls: list[dict[str, Any]] = []
-        for call in raw.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict):
-                raise _BadRequest("each tool call must have a 'function' object")
-            arguments = function.get("arguments", "")
-            tool_calls.append(
-                {
-                    "id": str(call.get("id", "")),
-                    "type": "function",
-                    "function": {
-                        "name": str(function.get("name", "")),
-                        "arguments": arguments
-                        if isinstance(arguments, str)
-                        else json.dumps(arguments),
-                    },
-                }
-            )
-        tool_call_id = raw.get("tool_call_id")
-        messages.append(
-            _message(
-                raw["role"],
-                _text_of(raw.get("content")),
-                tool_calls,
-                str(tool_call_id) if tool_call_id is not None else None,
-            )
-        )
-    tools = [
-        str(tool["function"]["name"])
-        for tool in body.get("tools") or []
-        if isinstance(tool, dict)
-        and isinstance(tool.get("function"), dict)
-        and "name" in tool["function"]
-    ]
-    return ChatRequest(model=model, messages=messages, tools=tools, api="openai")
-
-
-def _normalize_anthropic(body: dict[str, Any]) -> ChatRequest:
-    model, raw_messages = _require_model_and_messages(body)
-    messages: list[dict[str, Any]] = []
-    system = body.get("system")
-    if system:
-        messages.append(_message("system", _text_of(system)))
-    for raw in raw_messages:
-        role = raw["role"]
-        content = raw.get("content")
-        if not isinstance(content, list):
-            messages.append(_message(role, _text_of(content)))
-            continue
-        texts: list[str] = []
-        tool_calls: list[dict[str, Any]] = []
-        tool_results: list[dict[str, Any]] = []
-        for block in content:
-            if not isinstance(block, dict):
-                raise _BadRequest("content blocks must be objects")
-            kind = block.get("type")
-            if kind == "text":
-                texts.append(str(block.get("text", "")))
-            elif kind == "tool_use":
-                tool_calls.append(
-                    {
-                        "id": str(block.get("id", "")),
-                        "type": "function",
-                        "function": {
-                            "name": str(block.get("name", "")),
-                            "arguments": json.dumps(block.get("input", {}), ensure_ascii=False),
-                        },
-                    }
-                )
-            elif kind == "tool_result":
-                tool_results.append(
-                    _message(
-                        "tool",
-                        _text_of(block.get("content")),
-                        tool_call_id=str(block.get("tool_use_id", "")),
-                    )
-                )
-        # Tool results answer the previous assistant turn, so they come first, as in OpenAI.
-        messages.extend(tool_results)
-        if texts or tool_calls or not tool_results:
-            messages.append(_message(role, "".join(texts), tool_calls))
-    tools = [
-        str(tool["name"])
-        for tool in body.get("tools") or []
-        if isinstance(tool, dict) and "name" in tool
-    ]
-    return ChatRequest(model=model, messages=messages, tools=tools, api="anthropic")
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
-
-
-def _prompt_tokens(request: ChatRequest) -> int:
-    chars = 0
-    for message in request.messages:
-        chars += len(message["content"])
-        for call in message["tool_calls"]:
-            chars += len(call["function"]["name"]) + len(call["function"]["arguments"])
-    return math.ceil(chars / 4)
-
-
-def _arguments_json(call: ToolCall) -> str:
-    return json.dumps(call.arguments, ensure_ascii=False)
-
-
-def _completion_tokens(reply: Reply) -> int:
-    text = reply.content or ""
-    text += "".join(call.name + _arguments_json(call) for call in reply.tool_calls)
-    return _tokens(text)
-
-
-def _reply_text(reply: Reply) -> str | None:
-    """The reply's text; an empty reply becomes an empty text."""
-    if reply.content is None and not reply.tool_calls:
-        return ""
-    return reply.content
-
-
-def _words(text: str) -> list[str]:
-    """Split text into word pieces that keep their trailing whitespace."""
-    return [piece for piece in re.findall(r"\S*\s*", text) if piece]
-
-
-def _pieces(text: str, count: int = _ARGUMENT_PIECES) -> list[str]:
-    size = max(1, math.ceil(len(text) / count))
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
-def _sse(data: Any, event: str | None = None) -> bytes:
-    prefix = f"event: {event}\n" if event else ""
-    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    return f"{prefix}data: {payload}\n\n".encode()
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """A reply plus the deterministic ids assigned to it."""
-
-    request: ChatRequest
-    reply: Reply
-    response_id: str
-    tool_call_ids: tuple[str, ...]
-
-
-def _openai_completion(answer: _Answer) -> dict[str, Any]:
-    reply = answer.reply
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": _reply_text(reply),
-        "refusal": None,
-    }
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": _arguments_json(call)},
-            }
-            for call_id, call in zip(answer.tool_call_ids, reply.tool_calls, strict=True)
-        ]
-    prompt, completion = _prompt_tokens(answer.request), _completion_tokens(reply)
-    return {
-        "id": answer.response_id,
-        "object": "chat.completion",
-        "created": 0,
-        "model": answer.request.model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
-
-
-def _openai_stream(answer: _Answer, include_usage: bool) -> Iterator[bytes]:
-    reply = answer.reply
-    text = _reply_text(reply)
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        return _sse(
-            {
-                "id": answer.response_id,
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": answer.request.model,
-                "choices": [
-                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-                ],
-            }
-        )
-
-    yield chunk({"role": "assistant", "content": "" if text is not None else None})
-    for word in _words(text or ""):
-        yield chunk({"content": word})
-    for index, (call_id, call) in enumerate(
-        zip(answer.tool_call_ids, reply.tool_calls, strict=True)
-    ):
-        yield chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": index,
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": ""},
-                    }
-                ]
-            }
-        )
-        for piece in _pieces(_arguments_json(call)):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
-    if include_usage:
-        prompt, completion = _prompt_tokens(answer.request), _completion_tokens(reply)
-        yield _sse(
-            {
-                "id": answer.response_id,
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": answer.request.model,
-                "choices": [],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
-            }
-        )
-    yield _sse("[DONE]")
-
-
-def _anthropic_blocks(answer: _Answer) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    text = _reply_text(answer.reply)
-    if text is not None:
-        blocks.append({"type": "text", "text": text})
-    for call_id, call in zip(answer.tool_call_ids, answer.reply.tool_calls, strict=True):
-        blocks.append(
-            {"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments}
-        )
-    return blocks
-
-
-def _anthropic_message(answer: _Answer) -> dict[str, Any]:
-    return {
-        "id": answer.response_id,
-        "type": "message",
-        "role": "assistant",
-        "model": answer.request.model,
-        "content": _anthropic_blocks(answer),
-        "stop_reason": "tool_use" if answer.reply.tool_calls else "end_turn",
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": _prompt_tokens(answer.request),
-            "output_tokens": _completion_tokens(answer.reply),
-        },
-    }
-
-
-def _anthropic_stream(answer: _Answer) -> Iterator[bytes]:
-    message = _anthropic_message(answer)
-    start = {**message, "content": [], "stop_reason": None}
-    start["usage"] = {**message["usage"], "output_tokens": 0}
-    yield _sse({"type": "message_start", "message": start}, "message_start")
-    for index, block in enumerate(message["content"]):
-        first: dict[str, Any]
-        if block["type"] == "text":
-            pieces = _words(block["text"])
-            first = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in pieces]
-        else:
-            pieces = _pieces(json.dumps(block["input"], ensure_ascii=False))
-            first = {**block, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
-        yield _sse(
-            {"type": "content_block_start", "index": index, "content_block": first},
-            "content_block_start",
-        )
-        for delta in deltas:
-            yield _sse(
-                {"type": "content_block_delta", "index": index, "delta": delta},
-                "content_block_delta",
-            )
-        yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
-    yield _sse(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-            "usage": {"output_tokens": message["usage"]["output_tokens"]},
-        },
-        "message_delta",
-    )
-    yield _sse({"type": "message_stop"}, "message_stop")
 
 
 # --------------------------------------------------------------------------- HTTP server
@@ -478,7 +120,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         path = self.path.split("?", 1)[0]
         self.log_message('"%s" %s', self.requestline, len(raw))
-        if path not in (_OPENAI_PATH, _ANTHROPIC_PATH):
+        endpoint = _ENDPOINTS.get(path)
+        if endpoint is None:
             self._send_json(404, _error_body(f"unknown path: {path}", "not_found_error"))
             return
         if self.command != "POST":
@@ -504,31 +147,25 @@ class _Handler(BaseHTTPRequestHandler):
         stub = self.server.stub
         stub._record(body)
         try:
-            if path == _OPENAI_PATH:
-                request = _normalize_openai(body)
-            else:
-                request = _normalize_anthropic(body)
-        except _BadRequest as exc:
+            request = endpoint.normalize(body)
+        except BadRequest as exc:
             self._send_json(400, _error_body(str(exc), "invalid_request_error"))
             return
         stream = body.get("stream") is True
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
         try:
-            answer = stub._answer(request)
+            answer = stub._answer(request, endpoint)
             if isinstance(answer, Fail):
                 stub._wait(answer.delay)
                 self._send_json(answer.status, _error_body(answer.message, "stub_failure"))
                 return
             stub._wait(answer.reply.delay)
             # Render fully before sending anything, so a bad reply is a clean 500.
-            if path == _OPENAI_PATH:
-                events = list(_openai_stream(answer, include_usage)) if stream else None
-                payload = None if stream else _openai_completion(answer)
-            else:
-                events = list(_anthropic_stream(answer)) if stream else None
-                payload = None if stream else _anthropic_message(answer)
-            data = json.dumps(payload, ensure_ascii=False).encode() if payload else b""
+            events = list(endpoint.stream(answer, body)) if stream else None
+            data = (
+                b""
+                if stream
+                else json.dumps(endpoint.render(answer, body), ensure_ascii=False).encode()
+            )
         except Exception as exc:
             _log.exception("stub LLM policy failed")
             self._send_json(500, _error_body(f"policy failed: {exc!r}", "server_error"))
@@ -734,7 +371,7 @@ class StubLLM:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """Copies of the JSON bodies received on the chat endpoints, in arrival order."""
+        """Copies of the JSON bodies received on the model endpoints, in arrival order."""
         with self._lock:
             return list(self._requests)
 
@@ -755,7 +392,7 @@ class StubLLM:
         with self._lock:
             self._requests.append(body)
 
-    def _answer(self, request: ChatRequest) -> _Answer | Fail:
+    def _answer(self, request: ChatRequest, endpoint: Endpoint) -> Answer | Fail:
         with self._lock:
             flaky = self._rng.random() < self.flake_rate
         reply = self._flaky_reply(request) if flaky else self.policy(request)
@@ -763,16 +400,12 @@ class StubLLM:
             return reply
         if not isinstance(reply, Reply):
             raise TypeError(f"policy returned {type(reply).__name__}, expected Reply or Fail")
-        openai = request.api == "openai"
         with self._lock:
-            response_id = ("chatcmpl-stub-{}" if openai else "msg_stub_{}").format(
-                next(self._response_ids)
-            )
+            response_id = endpoint.response_id.format(next(self._response_ids))
             call_ids = tuple(
-                ("call_stub_{}" if openai else "toolu_stub_{}").format(next(self._tool_call_ids))
-                for _ in reply.tool_calls
+                endpoint.tool_call_id.format(next(self._tool_call_ids)) for _ in reply.tool_calls
             )
-        return _Answer(request, reply, response_id, call_ids)
+        return Answer(request, reply, response_id, call_ids)
 
     def _wait(self, seconds: float) -> None:
         """Sleep ``seconds``, waking early when the server stops."""
