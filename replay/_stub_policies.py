@@ -63,7 +63,7 @@ class Fail:
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """A chat request normalized to the same shape for both APIs.
+    """A chat request normalized to the same shape for every API.
 
     Attributes:
         model: Model name sent by the client.
@@ -73,19 +73,23 @@ class ChatRequest:
             "arguments"}}`` dicts with ``arguments`` a JSON string; empty unless the message
             is an assistant's) and ``tool_call_id`` (a string for tool messages, else None).
             An Anthropic ``system`` prompt becomes a leading system message, and each
-            ``tool_result`` block becomes its own tool message.
-        tools: Names of the tools the client offered.
-        api: Which endpoint the request came in on.
+            ``tool_result`` block becomes its own tool message. A Responses request's
+            ``instructions`` become a leading system message, its ``function_call`` items
+            the ``tool_calls`` of one assistant turn (joined to the assistant message just
+            before them) and each ``function_call_output`` item a tool message.
+        tools: Names of the (function) tools the client offered.
+        api: Which endpoint the request came in on: ``"openai"`` (chat completions),
+            ``"anthropic"`` (messages) or ``"responses"`` (the OpenAI Responses API).
     """
 
     model: str
     messages: list[dict[str, Any]]
     tools: list[str]
-    api: Literal["openai", "anthropic"]
+    api: Literal["openai", "anthropic", "responses"]
 
 
 class Policy(Protocol):
-    """Decides the stub model's reply to a request; shared by both endpoints."""
+    """Decides the stub model's reply to a request; shared by all endpoints."""
 
     def __call__(self, request: ChatRequest) -> Reply | Fail:
         """Return the reply to ``request`` (or an HTTP error to answer).

@@ -1,6 +1,6 @@
 """What the stub LLM's wire formats share: request errors, the answer, token counts, SSE.
 
-Each API module (``_stub_openai``, ``_stub_anthropic``) exports one
+Each API module (``_stub_openai``, ``_stub_anthropic``, ``_stub_responses``) exports one
 `Endpoint`; ``stub_llm`` dispatches on the request path through a table of them.
 """
 

@@ -2,7 +2,7 @@
 
 Replies come from a pluggable, deterministic policy; only the standard library is used.
 This module is the server and its dispatch; each API's wire format lives in its own
-module (``_stub_openai``, ``_stub_anthropic``).
+module (``_stub_openai``, ``_stub_anthropic``, ``_stub_responses``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import _stub_anthropic, _stub_openai
+from . import _stub_anthropic, _stub_openai, _stub_responses
 from ._stub_policies import (
     DEFAULT_FINAL,
     ChatRequest,
@@ -53,6 +53,7 @@ _log = logging.getLogger(__name__)
 _ENDPOINTS: dict[str, Endpoint] = {
     "/v1/chat/completions": _stub_openai.ENDPOINT,
     "/v1/messages": _stub_anthropic.ENDPOINT,
+    "/v1/responses": _stub_responses.ENDPOINT,
 }
 _MAX_LINE = 65_537
 # How often the accept loop checks for stop(); bounds how long stop() takes.
@@ -231,9 +232,15 @@ class _Handler(BaseHTTPRequestHandler):
 class StubLLM:
     """An OpenAI- and Anthropic-compatible chat server on loopback, run in a daemon thread.
 
-    Serves ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic),
-    streamed or not, with replies chosen by ``policy``. Ids are derived from counters and
-    ``created`` is always 0, so the same requests give byte-identical responses.
+    Serves ``POST /v1/chat/completions`` (OpenAI chat completions), ``POST /v1/responses``
+    (the OpenAI Responses API, used by openai-agents) and ``POST /v1/messages``
+    (Anthropic), streamed or not, with replies chosen by ``policy``. Ids are derived from
+    counters and ``created`` (``created_at``) is always 0, so the same requests give
+    byte-identical responses.
+
+    The server keeps no conversation state: a Responses request must send the whole
+    conversation in ``input`` (as clients do with ``store=False``); one that sets
+    ``previous_response_id`` or ``conversation`` is answered 400.
 
     Flakiness: for every chat request the server draws one number from its own
     ``random.Random(seed)`` (under a lock, in the order requests arrive). With probability
@@ -361,7 +368,7 @@ class StubLLM:
 
     @property
     def openai_base_url(self) -> str:
-        """Base URL for the OpenAI SDK (``url + "/v1"``)."""
+        """Base URL for the OpenAI SDK (``url + "/v1"``), chat completions and Responses."""
         return self.url + "/v1"
 
     @property
