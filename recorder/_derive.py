@@ -63,6 +63,7 @@ def footer_for(
     total: float,
     final_answer: str | None,
     world_attached: bool,
+    ignored: dict[str, int] | None = None,
 ) -> Footer:
     """Build the footer that closes a cassette holding ``events``."""
     calls = llm_calls(events)
@@ -76,6 +77,8 @@ def footer_for(
         user_turns=sum(isinstance(e, UserEvent) for e in events),
         input_tokens=sum(c.input_tokens for _, c in calls),
         output_tokens=sum(c.output_tokens for _, c in calls),
+        llm_calls_without_usage=sum(not c.usage_known for _, c in calls),
+        ignored=dict(ignored or {}),
     )
     timings = Timings(
         total=total,

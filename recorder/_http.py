@@ -103,6 +103,11 @@ def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         session = current_session()
         if session is None:
             return original(transport, request)
+        ignored = session.ignored(str(request.url))
+        if ignored is True:
+            return original(transport, request)
+        if ignored is not False:
+            return _answer(mod, ignored)
         req = _request(mod, request, request.read())
         if isinstance(session, Playback):
             return _replayed(mod, session.respond(req, via=via), request)
@@ -139,6 +144,11 @@ def _async(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         session = current_session()
         if session is None:
             return await original(transport, request)
+        ignored = session.ignored(str(request.url))
+        if ignored is True:
+            return await original(transport, request)
+        if ignored is not False:
+            return _answer(mod, ignored)
         req = _request(mod, request, await request.aread())
         if isinstance(session, Playback):
             return _replayed(mod, session.respond(req, via=via), request)

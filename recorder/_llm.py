@@ -1,4 +1,7 @@
-"""Reading LLM calls out of recorded HTTP exchanges (OpenAI and Anthropic shapes).
+"""Reading LLM calls out of recorded HTTP exchanges.
+
+Three APIs: OpenAI chat completions, the OpenAI Responses API and Anthropic
+messages, streamed or not.
 
 Used for automatic pins, the final answer, token usage and the transcript.
 Parsing is best effort: an exchange that does not look like an LLM call
@@ -23,6 +26,7 @@ SAMPLING_KEYS = (
     "top_k",
     "max_tokens",
     "max_completion_tokens",
+    "max_output_tokens",
     "seed",
     "n",
     "stop",
@@ -32,7 +36,11 @@ SAMPLING_KEYS = (
     "tool_choice",
     "response_format",
     "reasoning_effort",
+    "reasoning",
 )
+
+Api = Literal["openai", "responses", "anthropic"]
+"""Which LLM API: chat completions ('openai'), Responses ('responses'), Anthropic messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +57,7 @@ class LlmToolCall:
 class LlmCall:
     """One LLM request and its reply, API differences smoothed over."""
 
-    api: Literal["openai", "anthropic"]
+    api: Api
     model: str | None
     system: str | None
     messages: list[dict[str, Any]]
@@ -60,6 +68,10 @@ class LlmCall:
     reply_tool_calls: list[LlmToolCall] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    usage_known: bool = False
+    """Whether the reply reported its token usage (a stream without usage does not)."""
+    base_url: str | None = None
+    """The base URL the SDK was given (the request URL minus the API's path), if it shows."""
 
 
 def short_hash(value: Any) -> str:
@@ -68,17 +80,37 @@ def short_hash(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def api_of(url: str) -> Literal["openai", "anthropic"] | None:
+_API_PATHS: tuple[tuple[str, Api], ...] = (
+    ("/chat/completions", "openai"),
+    ("/responses", "responses"),
+    ("/messages", "anthropic"),
+)
+
+
+def api_of(url: str) -> Api | None:
     """Return which LLM API a request URL belongs to, if any."""
     try:
         path = urlsplit(url).path.rstrip("/")
     except ValueError:
         return None
-    if path.endswith("/chat/completions"):
-        return "openai"
-    if path.endswith("/messages"):
-        return "anthropic"
-    return None
+    return next((api for suffix, api in _API_PATHS if path.endswith(suffix)), None)
+
+
+_AFTER_BASE_URL: dict[Api, str] = {
+    "openai": "/chat/completions",
+    "responses": "/responses",
+    "anthropic": "/v1/messages",  # the Anthropic SDK's base URL stops before /v1
+}
+
+
+def _base_url(api: Api, url: str) -> str | None:
+    """The SDK base URL a request was made against: its URL minus the API's path."""
+    try:
+        url = urlsplit(url)._replace(query="", fragment="").geturl().rstrip("/")
+    except ValueError:
+        return None
+    suffix = _AFTER_BASE_URL[api]
+    return url[: -len(suffix)] if url.endswith(suffix) else None
 
 
 def response_body(response: HttpResponse) -> bytes:
@@ -117,8 +149,9 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
             )
     except _SHAPE_ERRORS:
         return None
+    call = replace(call, base_url=_base_url(api, event.request.url))
     if event.response is None or event.response.status >= 400:
-        return call
+        return replace(call, usage_known=True)  # no reply: nothing spent, nothing unknown
     body = response_body(event.response)
     try:
         if body.lstrip()[:1] == b"{":
@@ -132,6 +165,7 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
             reply_tool_calls=tool_calls,
             input_tokens=_count(tokens_in),
             output_tokens=_count(tokens_out),
+            usage_known=tokens_in is not None or tokens_out is not None,
         )
     except _SHAPE_ERRORS:
         return call
@@ -143,7 +177,9 @@ _MODEL = re.compile(rb'"model"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 def _count(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and value == value else 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0
+    return int(value) if abs(value) < 2**63 else 0  # never Infinity or a uint64 from a file
 
 
 def _text(content: Any) -> str:
@@ -158,9 +194,11 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def _parse_request(api: Literal["openai", "anthropic"], req: Any) -> LlmCall:
+def _parse_request(api: Api, req: Any) -> LlmCall:
     if not isinstance(req, dict):
         raise TypeError("request body is not an object")
+    if api == "responses":
+        return _parse_responses_request(req)
     messages = req.get("messages") or []
     if not isinstance(messages, list):
         raise TypeError("messages is not a list")
@@ -183,7 +221,35 @@ def _parse_request(api: Literal["openai", "anthropic"], req: Any) -> LlmCall:
     )
 
 
-_Reply = tuple[str | None, list[LlmToolCall], int, int]
+def _parse_responses_request(req: dict[str, Any]) -> LlmCall:
+    """A Responses API request: ``instructions`` and ``input`` (a string or items)."""
+    items = req.get("input")
+    if items is None:
+        items = []
+    elif isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    elif not isinstance(items, list):
+        raise TypeError("input is not a list")
+    messages = [m if isinstance(m, dict) else {"role": "?", "content": m} for m in items]
+    system = req.get("instructions")
+    if system is None:
+        first = next((m for m in messages if m.get("role") in ("system", "developer")), None)
+        system = first.get("content") if first is not None else None
+    model = req.get("model")
+    tools = req.get("tools") or []
+    return LlmCall(
+        api="responses",
+        model=model if isinstance(model, str) else None if model is None else str(model),
+        system=_text(system) if system is not None else None,
+        messages=messages,
+        tools=list(tools) if isinstance(tools, list) else [tools],
+        sampling={k: req[k] for k in SAMPLING_KEYS if k in req},
+        stream=bool(req.get("stream")),
+    )
+
+
+_Reply = tuple[str | None, list[LlmToolCall], Any, Any]
+"""Text, tool calls, input and output tokens (None where the reply did not say)."""
 
 
 def _args(raw: Any) -> Any:
@@ -197,6 +263,8 @@ def _args(raw: Any) -> Any:
 
 def _parse_reply(api: str, body: dict[str, Any]) -> _Reply:
     usage = body.get("usage") or {}
+    if api == "responses":
+        return _responses_reply(body)
     if api == "openai":
         msg = body["choices"][0]["message"]
         calls = [
@@ -208,8 +276,8 @@ def _parse_reply(api: str, body: dict[str, Any]) -> _Reply:
         return (
             msg.get("content"),
             calls,
-            usage.get("prompt_tokens", 0),
-            usage.get("completion_tokens", 0),
+            usage.get("prompt_tokens"),
+            usage.get("completion_tokens"),
         )
     blocks = body.get("content") or []
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text") or None
@@ -218,7 +286,41 @@ def _parse_reply(api: str, body: dict[str, Any]) -> _Reply:
         for b in blocks
         if b.get("type") == "tool_use"
     ]
-    return text, calls, usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+    return text, calls, usage.get("input_tokens"), usage.get("output_tokens")
+
+
+def _responses_reply(response: dict[str, Any]) -> _Reply:
+    """A Responses API ``response`` object: its output items and usage."""
+    text: list[str] = []
+    calls = []
+    for item in response.get("output") or []:
+        if item.get("type") == "message":
+            text += [p.get("text", "") for p in item.get("content") or [] if "text" in p]
+        elif item.get("type") == "function_call":
+            calls.append(
+                LlmToolCall(item["name"], _args(item.get("arguments")), item.get("call_id"))
+            )
+    usage = response.get("usage") or {}
+    return "".join(text) or None, calls, usage.get("input_tokens"), usage.get("output_tokens")
+
+
+def _responses_stream(payloads: list[dict[str, Any]]) -> _Reply:
+    """Responses API events: the final response when the stream carries it, else the items."""
+    items: dict[int, dict[str, Any]] = {}
+    text: list[str] = []
+    for p in payloads:
+        kind = p.get("type")
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            if isinstance(p.get("response"), dict) and p["response"].get("output") is not None:
+                return _responses_reply(p["response"])
+        elif kind == "response.output_item.done":
+            items[p.get("output_index", len(items))] = p["item"]
+        elif kind == "response.output_text.delta":
+            text.append(p.get("delta", ""))
+    if not items:
+        return "".join(text) or None, [], None, None
+    reply = _responses_reply({"output": [item for _, item in sorted(items.items())]})
+    return reply[0] or "".join(text) or None, reply[1], None, None
 
 
 def _sse_payloads(body: bytes) -> list[dict[str, Any]]:
@@ -232,14 +334,16 @@ def _sse_payloads(body: bytes) -> list[dict[str, Any]]:
 
 
 def _parse_stream(api: str, payloads: list[dict[str, Any]]) -> _Reply:
+    if api == "responses":
+        return _responses_stream(payloads)
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
-    tokens_in = tokens_out = 0
+    tokens_in = tokens_out = None
     for p in payloads:
         if api == "openai":
             if p.get("usage"):
-                tokens_in = p["usage"].get("prompt_tokens", 0)
-                tokens_out = p["usage"].get("completion_tokens", 0)
+                tokens_in = p["usage"].get("prompt_tokens")
+                tokens_out = p["usage"].get("completion_tokens")
             for choice in p.get("choices") or []:
                 delta = choice.get("delta") or {}
                 text.append(delta.get("content") or "")
@@ -252,7 +356,7 @@ def _parse_stream(api: str, payloads: list[dict[str, Any]]) -> _Reply:
             continue
         kind = p.get("type")
         if kind == "message_start":
-            tokens_in = p["message"].get("usage", {}).get("input_tokens", 0)
+            tokens_in = p["message"].get("usage", {}).get("input_tokens")
         elif kind == "content_block_start" and p["content_block"].get("type") == "tool_use":
             block = p["content_block"]
             calls[p["index"]] = {"id": block.get("id"), "name": block["name"], "args": ""}

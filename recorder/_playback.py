@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from . import _session
 from ._errors import FixtureUnsupported
+from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
+from ._nearest import nearest_body
 from ._reader import Cassette, read_cassette
 from ._redact import Redaction
-from ._schema import HttpEvent, HttpRequest
+from ._schema import HttpEvent, HttpRequest, HttpResponse
 
 Key = tuple[str, str, bytes]
 
@@ -37,13 +40,23 @@ class Playback:
     Identical requests get the recorded responses in order; once those run
     out, the last is repeated. A request the cassette never saw raises
     ``FixtureUnsupported`` and is kept in ``misses`` (agent code may swallow
-    the exception; the miss still counts).
+    the exception; the miss still counts). Requests to ignored hosts (the
+    recording's ``ignore_hosts`` unless given) get an empty success, never a miss.
     """
 
     playback = True
 
-    def __init__(self, cassette: Cassette | str | Path) -> None:
+    def __init__(
+        self, cassette: Cassette | str | Path, *, ignore_hosts: Iterable[str] | None = None
+    ) -> None:
         self.cassette = cassette if isinstance(cassette, Cassette) else read_cassette(cassette)
+        if ignore_hosts is None:
+            ignore_hosts = self.cassette.header.ignore_hosts
+        self.ignore_hosts = IgnoredHosts(
+            DEFAULT_IGNORE_HOSTS if ignore_hosts is None else ignore_hosts
+        )
+        """Calls to these are answered with an empty success (the recording's, by default)."""
+        self.ignored_calls: dict[str, int] = {}
         spec = self.cassette.header.redaction
         self.redaction = Redaction(
             headers=frozenset(spec.headers),
@@ -52,17 +65,25 @@ class Playback:
         )
         self._answers: dict[Key, deque[HttpEvent]] = {}
         self._last: dict[Key, HttpEvent] = {}
-        self._by_url: dict[tuple[str, str], Key] = {}
+        self._bodies: dict[tuple[str, str], list[bytes]] = {}
         self.misses: list[FixtureUnsupported] = []
         self._token: Any = None
         for event in self.cassette.events:
             if isinstance(event, HttpEvent):
                 key = self._key(event.request)
                 self._answers.setdefault(key, deque()).append(event)
-                self._by_url.setdefault(key[:2], key)
+                self._bodies.setdefault(key[:2], []).append(key[2])
 
     def _key(self, request: HttpRequest) -> Key:
         return (request.method, request.url, _canonical_body(request.body))
+
+    def ignored(self, url: str) -> HttpResponse | bool:
+        """The empty success a request to an ignored host gets (counted), else False."""
+        entry = self.ignore_hosts.match(url)
+        if entry is None:
+            return False
+        self.ignored_calls[entry] = self.ignored_calls.get(entry, 0) + 1
+        return EMPTY_SUCCESS
 
     def respond(self, request: HttpRequest, *, via: str) -> HttpEvent:
         """Return the recorded exchange for ``request`` or raise ``FixtureUnsupported``."""
@@ -81,15 +102,25 @@ class Playback:
             return self._last[key]
         if key in self._last:
             return self._last[key]
-        near = self._by_url.get(key[:2])
         miss = FixtureUnsupported(
             request=f"{key[0]} {key[1]} ({len(key[2])} body bytes, via {via})",
-            nearest=f"same method and URL with a different body ({len(near[2])} bytes)"
-            if near
-            else None,
+            nearest=self._nearest(key),
         )
         self.misses.append(miss)
         raise miss
+
+    def _nearest(self, key: Key) -> str | None:
+        found = nearest_body(key[2], self._bodies.get(key[:2], []))
+        if found is not None:
+            body, changes = found
+            return f"same method and URL, {len(body)} body bytes, differing in " + "; ".join(
+                changes
+            )
+        others = list(dict.fromkeys(f"{m} {u}" for m, u in self._bodies))
+        if not others:
+            return None
+        listed = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        return f"nothing to this method and URL; recorded: {listed}"
 
     def __enter__(self) -> Playback:
         self._token = _session.enter(self)

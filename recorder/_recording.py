@@ -11,6 +11,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from . import _session
 from ._capture import ChangeCapture, world_hash
 from ._derive import footer_for
 from ._errors import SandboxViolation
+from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
 from ._reader import Cassette
 from ._redact import Redaction, Secrets
 from ._schema import (
@@ -38,6 +40,7 @@ from ._schema import (
     WarningEvent,
     WorldDelta,
 )
+from ._turns import Turn, Turns
 from ._writer import CassetteWriter
 
 if TYPE_CHECKING:
@@ -46,6 +49,14 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 Done = Callable[[list[bytes], BaseException | None, bool], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStart:
+    """When a tool call started, and its turn on the world (None without a world)."""
+
+    t0: float
+    turn: Turn | None
 
 
 def error_info(exc: BaseException, clean: Callable[[str], str] = str) -> ErrorInfo:
@@ -119,6 +130,7 @@ class Recording:
         overwrite: bool = False,
         source: Playback | None = None,
         allowed_hosts: Iterable[str] | None = None,
+        ignore_hosts: Iterable[str] | None = None,
         interpose: Callable[[HttpRequest], HttpResponse | None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
@@ -128,6 +140,11 @@ class Recording:
         """When set, HTTP is answered from this cassette (a frozen LLM) and still recorded."""
         self.allowed_hosts = tuple(sorted(allowed_hosts)) if allowed_hosts is not None else None
         """When set, HTTP to any other host is refused (sandbox mode) and recorded as an error."""
+        self.ignore_hosts = IgnoredHosts(
+            DEFAULT_IGNORE_HOSTS if ignore_hosts is None else ignore_hosts
+        )
+        """Calls to these are not recorded, only counted (see ``recorder._ignore``)."""
+        self._ignored: dict[str, int] = {}
         self.interpose = interpose
         """When set, asked first for every HTTP request: a response it returns is the answer
         (recorded as usual) and the request goes nowhere (fault injection)."""
@@ -149,7 +166,6 @@ class Recording:
         self._lock = threading.Lock()
         self._answer: str | None = None
         self._token: Any = None
-        self._tools_in_flight = 0
         self._closed = False
         header = Header(
             case_id=case_id,
@@ -158,6 +174,7 @@ class Recording:
             fixture_hash=fixture_hash,
             fixture_source=fixture_source,
             redaction=RedactionSpec(**self.redaction.spec()),
+            ignore_hosts=list(self.ignore_hosts.entries),
             started_at=wall_clock().isoformat(),
             recorder_version=__version__,
         )
@@ -165,6 +182,7 @@ class Recording:
         self.cassette: Cassette | None = None
         """The cassette as written, once the recording is closed (no need to read it back)."""
         self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
+        self._turns: Turns | None = None
         # After the writer: if the file cannot be created, the user's connection is untouched.
         try:
             self._capture = ChangeCapture.begin(world) if world is not None else None
@@ -173,6 +191,7 @@ class Recording:
             self._append(ErrorEvent(t=self.now(), error=self._error(exc)))
             self.close(status="error")
             raise
+        self._turns = Turns(self._capture.take, self._aside) if self._capture is not None else None
 
     # -- the context manager -------------------------------------------------
 
@@ -216,7 +235,7 @@ class Recording:
             self.warn("a response body was neither read to its end nor closed; kept what arrived")
         if self._capture is not None:
             try:
-                self._take_world_changes("outside any tool call")
+                self._aside(*self._capture.take())
             finally:
                 self._capture.close()
                 self._capture = None
@@ -228,6 +247,7 @@ class Recording:
                 total=self.now(),
                 final_answer=self._answer,
                 world_attached=self.world is not None,
+                ignored=self._ignored,
             )
         except Exception as exc:  # a footer we cannot derive must not cost the cassette its end
             self.warn(f"could not summarise the trial: {type(exc).__name__}: {exc}")
@@ -238,6 +258,22 @@ class Recording:
             self.cassette = Cassette(self.path, self._header, list(self._events), footer, None)
 
     # -- what interceptors call ----------------------------------------------
+
+    def ignored(self, url: str) -> HttpResponse | bool:
+        """Whether a request goes to an ignored host (then it is counted, never recorded).
+
+        Returns False for a host that is not ignored; True when the request is to
+        go out as it is, unrecorded (a plain recording); the response to answer it
+        with when this session answers calls itself (a frozen LLM, the sandbox).
+        """
+        entry = self.ignore_hosts.match(url)
+        if entry is None:
+            return False
+        with self._lock:
+            self._ignored[entry] = self._ignored.get(entry, 0) + 1
+        if self.source is not None or self.allowed_hosts is not None:
+            return EMPTY_SUCCESS
+        return True
 
     def check_host(self, url: str) -> None:
         """Refuse a request to a host outside ``allowed_hosts`` (when set)."""
@@ -317,41 +353,41 @@ class Recording:
             )
         )
 
-    def tool_started(self) -> float:
-        """Mark the start of a tool call; world changes made before it are set apart."""
-        with self._lock:
-            self._tools_in_flight += 1
-            overlapping = self._tools_in_flight > 1
-        if overlapping:
-            self.warn(
-                "tool calls overlapped (e.g. asyncio.gather): world changes are attributed "
-                "to the call that finishes first; the net state diff is exact"
-            )
-        elif self._capture is not None:
-            self._take_world_changes("outside any tool call")
-        return self.now()
+    def tool_started(self) -> ToolStart:
+        """Mark the start of a sync tool call: wait for its turn on the world (``_turns``)."""
+        turn = self._turns.begin() if self._turns is not None else None
+        return ToolStart(self.now(), turn)  # the call's time starts once it has its turn
+
+    async def tool_started_async(self) -> ToolStart:
+        """Mark the start of an async tool call: await its turn on the world."""
+        turn = await self._turns.begin_async() if self._turns is not None else None
+        return ToolStart(self.now(), turn)
 
     def tool_finished(
         self,
         name: str,
         args: dict[str, Any],
         writes: bool,
-        t0: float,
+        start: ToolStart | None,
         result: Any,
         failure: BaseException | None,
         jsonable: Callable[[Any], Any],
     ) -> None:
-        """Append one tool call with its result or exception and its world delta."""
+        """Append one tool call with its result or exception and its world delta.
+
+        ``start`` is None for a call that never ran (its arguments did not fit).
+        """
+        t0 = start.t0 if start is not None else self.now()
         duration = self.now() - t0
-        with self._lock:
-            self._tools_in_flight -= 1
-        delta = None
-        if self._capture is not None:
-            delta, notes = self._capture.take()
+        delta: WorldDelta | None = None
+        if start is not None and start.turn is not None and self._turns is not None:
+            delta, notes = self._turns.end(start.turn)
             for note in notes:
                 self.warn(f"tool {name}: {note}")
             if delta and not writes:
                 self.warn(f"tool {name} is declared read-only but changed the world")
+        elif self._capture is not None:
+            delta = {}
         self._append(
             ToolEvent(
                 t=t0,
@@ -365,13 +401,12 @@ class Recording:
             )
         )
 
-    def _take_world_changes(self, where: str) -> None:
-        assert self._capture is not None
-        delta, notes = self._capture.take()
+    def _aside(self, delta: WorldDelta, notes: list[str]) -> None:
+        """Record changes that belong to no tool call, and notes about the capture."""
         for note in notes:
             self.warn(note)
         if delta:
-            self.warn(f"the world changed {where}", delta)
+            self.warn("the world changed outside any tool call", delta)
 
     def _error(self, exc: BaseException) -> ErrorInfo:
         return error_info(exc, lambda text: self.redaction.redact_text(text, self._secrets))

@@ -16,9 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 # fields, so even a new optional field makes older readers refuse a newer
 # file (with a clear message) rather than misread it. Keep reading old
 # versions by listing them in READABLE_VERSIONS.
-FORMAT_VERSION = 2
-READABLE_VERSIONS: tuple[int, ...] = (1, 2)
+FORMAT_VERSION = 3
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3)
 # 2: user turns (UserEvent) and Usage.user_turns; a version-1 file is a version-2 file without them.
+# 3: ignored hosts (Header.ignore_hosts, Usage.ignored) and Usage.llm_calls_without_usage; an
+#    older file ignored no host and counted every call's usage (missing counted as 0).
 
 Json = Any
 """Any value JSON can hold (dicts, lists, strings, numbers, booleans, null)."""
@@ -88,6 +90,9 @@ class Header(_Record):
     """Where the starting world came from (a path), so the case can be rebuilt."""
     redaction: RedactionSpec = Field(default_factory=lambda: RedactionSpec())
     """What was redacted while recording; playback redacts the same to match."""
+    ignore_hosts: list[str] | None = None
+    """Hosts (``host`` or ``host/path-prefix``) whose calls were not recorded; playback
+    ignores the same. None in files older than version 3."""
     started_at: str
     """UTC time recording started, ISO 8601."""
     recorder_version: str
@@ -227,6 +232,11 @@ class Usage(_Record):
     user_turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    llm_calls_without_usage: int = 0
+    """LLM calls whose reply reported no token usage (a stream without it): the token
+    totals leave them out, so they are a lower bound when this is not 0."""
+    ignored: dict[str, int] = Field(default_factory=dict)
+    """Calls to ignored hosts (never recorded), per ``ignore_hosts`` entry."""
 
 
 class Timings(_Record):

@@ -158,6 +158,8 @@ class Tool(Generic[P, R]):
             getattr(fn, "__call__", None)  # noqa: B004 - an async callable object
         )
         functools.update_wrapper(self, target)
+        if self._is_async:
+            _mark_coroutine_function(self)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """Bind to an instance when used on a method (``obj.tool(...)``)."""
@@ -203,42 +205,62 @@ class Tool(Generic[P, R]):
         try:
             arguments = self.arguments(*args, **kwargs)
         except TypeError as exc:  # the model called it wrongly: that is worth recording too
-            t0 = session.tool_started()
             given = {"args": list(args), "kwargs": kwargs}
-            session.tool_finished(self.name, given, self.writes, t0, None, exc, jsonable)
+            session.tool_finished(self.name, given, self.writes, None, None, exc, jsonable)
             raise
         if self._is_async:
             return cast(R, self._call_async(session, arguments, args, kwargs))
-        t0 = session.tool_started()
+        start = session.tool_started()
         token = _in_tool.set(True)
         try:
             result = self.fn(*args, **kwargs)
         except BaseException as exc:
-            session.tool_finished(self.name, arguments, self.writes, t0, None, exc, jsonable)
+            session.tool_finished(self.name, arguments, self.writes, start, None, exc, jsonable)
             raise
         finally:
             _in_tool.reset(token)
-        session.tool_finished(self.name, arguments, self.writes, t0, result, None, jsonable)
+        session.tool_finished(self.name, arguments, self.writes, start, result, None, jsonable)
         return result
 
     async def _call_async(
         self, session: Recording, arguments: dict[str, Any], args: Any, kwargs: Any
     ) -> Any:
-        t0 = session.tool_started()
+        start = await session.tool_started_async()
         token = _in_tool.set(True)
         try:
             result = await cast(Awaitable[Any], self.fn(*args, **kwargs))
         except BaseException as exc:
-            session.tool_finished(self.name, arguments, self.writes, t0, None, exc, jsonable)
+            session.tool_finished(self.name, arguments, self.writes, start, None, exc, jsonable)
             raise
         finally:
             _in_tool.reset(token)
-        session.tool_finished(self.name, arguments, self.writes, t0, result, None, jsonable)
+        session.tool_finished(self.name, arguments, self.writes, start, result, None, jsonable)
         return result
 
     def __repr__(self) -> str:
         effect = "writes" if self.writes else "reads"
         return f"<Tool {self.name} ({effect})>"
+
+
+async def _coroutine_function(*args: Any, **kwargs: Any) -> Any:
+    """Its code object marks a ``Tool`` of an async function as a coroutine function."""
+
+
+def _mark_coroutine_function(tool: Tool[Any, Any]) -> None:
+    """Make ``inspect``/``asyncio.iscoroutinefunction(tool)`` true, as for the function.
+
+    Frameworks decide by ``inspect.iscoroutinefunction`` whether to await a tool;
+    told no, they call it without awaiting and hand the model a coroutine's repr.
+    Python 3.12 has ``inspect.markcoroutinefunction``; before it, ``inspect``
+    takes an object with a function's attributes (``__code__`` of a coroutine
+    function among them) as a function, as it does for Cython's. The signature
+    still comes from the wrapped function (``__wrapped__``).
+    """
+    mark = getattr(inspect, "markcoroutinefunction", None)
+    if mark is not None:
+        mark(tool)
+    for name in ("__code__", "__defaults__", "__kwdefaults__"):
+        setattr(tool, name, getattr(_coroutine_function, name))
 
 
 @overload

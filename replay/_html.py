@@ -25,7 +25,15 @@ from recorder import (
 from ._compare import diff_cassettes
 from ._report import CaseReport, build_report
 from ._store import Store
-from ._transcript import Step, delta_lines, message_text, steps
+from ._transcript import (
+    Step,
+    delta_lines,
+    message_role,
+    message_text,
+    steps,
+    tokens_text,
+    usage_text,
+)
 
 _EAGER = 50
 """How many failing trials a run's page shows open; every other trial's body stays inert
@@ -179,10 +187,10 @@ def _step(step: Step) -> str:
         call = step.llm
         head = (
             f"{step.index}. LLM {_e(call.api)} {_e(call.model or '?')} "
-            f'<span class="meta">{timing}, {call.input_tokens}&rarr;{call.output_tokens} tokens'
+            f'<span class="meta">{timing}, {_e(tokens_text(call))}'
             f"{', streamed' if call.stream else ''}</span>"
         )
-        body += [_pre(str(m.get("role", "?")), message_text(m)) for m in step.new_messages]
+        body += [_pre(message_role(m), message_text(m)) for m in step.new_messages]
         body += [_pre("assistant", call.reply_text)] if call.reply_text else []
         body += [_pre(f"assistant calls {tc.name}", tc.arguments) for tc in call.reply_tool_calls]
     elif isinstance(event, HttpEvent):
@@ -241,8 +249,7 @@ def transcript_html(cassette: Cassette) -> str:
     out.append("<div><b>state diff</b></div>" + _delta_table(summary.state_diff))
     u, t = summary.usage, summary.timings
     out.append(
-        f"<p>usage: {u.llm_calls} LLM calls ({u.input_tokens} in / {u.output_tokens} out "
-        f"tokens), {u.tool_calls} tool calls, {u.http_calls} HTTP calls; time: "
+        f"<p>usage: {_e(usage_text(u))}; time: "
         f"{t.total:.3f} s total, {t.llm:.3f} s LLM, {t.tools:.3f} s tools</p>"
     )
     pins = summary.pins.model_dump(exclude_defaults=True).items()

@@ -83,6 +83,12 @@ class Environment:
         api_key: Key to send; the endpoint under test decides whether it matters.
         user: The simulated user of a multi-turn case (its opening message is the
             instruction), or None.
+        functions: The same tools as Python functions, for an agent framework to wrap
+            with its own decorator (``function_tool(f)``, ``Agent(tools=[...])``,
+            ``StructuredTool.from_function``): each has its tool's name, signature,
+            annotations and docstring, and is a coroutine function where the tool
+            is, so the framework builds the schema it always does. Calling one is
+            ``call_tool`` (recorded; offline, answered from the cassette).
     """
 
     tools: list[dict[str, Any]]
@@ -93,6 +99,7 @@ class Environment:
     api_key: str = "sk-replay"
     user: UserChannel | None = None
     """Multi-turn cases: ``user.say(text)`` returns the user's answer (None: it has ended)."""
+    functions: list[Callable[..., Any]] = field(default_factory=list)
 
 
 Agent = Callable[[str, Environment], str]
@@ -133,6 +140,42 @@ class TrialResult:
     duration: float
 
 
+def as_function(
+    original: Tool[..., Any], call_tool: Callable[[str, Mapping[str, Any]], Any]
+) -> Callable[..., Any]:
+    """``original`` as a plain function calling ``call_tool``, for a framework to wrap.
+
+    It has the tool's name, signature (annotations resolved, so a framework's
+    ``get_type_hints`` needs no globals of ours) and docstring, and is ``async``
+    when the tool is: a framework builds from it the schema it builds from the
+    tool's own function, and awaits it when it should.
+    """
+    name = original.name
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return call_tool(name, original.arguments(*args, **kwargs))
+
+    async def call_async(*args: Any, **kwargs: Any) -> Any:
+        result = call(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    function: Any = call_async if inspect.iscoroutinefunction(original) else call
+
+    target = inspect.unwrap(original)
+    try:
+        signature = inspect.signature(target, eval_str=True)
+        hints = dict(inspect.get_annotations(target, eval_str=True))
+    except Exception:  # a forward reference that does not resolve: as written
+        signature, hints = inspect.signature(target), dict(getattr(target, "__annotations__", {}))
+    params = [p for p in signature.parameters.values() if p.name not in ("self", "cls")]
+    function.__signature__ = signature.replace(parameters=params)
+    function.__annotations__ = {k: v for k, v in hints.items() if k not in ("self", "cls")}
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = getattr(target, "__doc__", None) or original.description  # as written
+    function.__module__ = getattr(target, "__module__", __name__)
+    return call_async if function is call_async else call
+
+
 def _dispatcher(
     tools: Sequence[Tool[..., Any]] | Mapping[str, Callable[..., Any]],
 ) -> Callable[[str, Mapping[str, Any]], Any]:
@@ -151,14 +194,18 @@ Prices = Mapping[str, tuple[float, float]]
 
 
 def trial_cost(cassette: Cassette, prices: Prices | None) -> float | None:
-    """What a trial's LLM calls cost, or None when a model called has no price."""
+    """What a trial's LLM calls cost, or None when it cannot be known.
+
+    None when a model called has no price, or a call reported no token usage
+    (unknown usage is never counted as free).
+    """
     if not prices:
         return None
     total = 0.0
     for event in cassette.events:
         if isinstance(event, HttpEvent) and (call := llm_call(event, request=False)) is not None:
             price = prices.get(call.model or "")
-            if price is None:
+            if price is None or not call.usage_known:
                 return None
             total += (call.input_tokens * price[0] + call.output_tokens * price[1]) / 1e6
     return total
@@ -263,13 +310,16 @@ def sandbox_steps(
     if frozen is not None:
         llm_base_url = recorded_base_url(frozen) or llm_base_url
     dispatch = _dispatcher(live_tools)
+    if faults is not None:
+        dispatch = faults.wrap(dispatch)
     env = Environment(
         [t.openai_schema() for t in live_tools],
-        faults.wrap(dispatch) if faults is not None else dispatch,
+        dispatch,
         llm_base_url,
         model,
         dict(settings or {}),
         user=user,
+        functions=[as_function(t, dispatch) for t in live_tools],
     )
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
@@ -323,7 +373,15 @@ def offline_steps(
     dispatch = _dispatcher(replayed)
     if faults is not None:
         dispatch = faults.wrap(dispatch)
-    env = Environment(specs, dispatch, llm_base_url, model, dict(settings or {}), user=user)
+    env = Environment(
+        specs,
+        dispatch,
+        llm_base_url,
+        model,
+        dict(settings or {}),
+        user=user,
+        functions=[as_function(t, dispatch) for t in originals],
+    )
     source = Playback(recorded) if llm == "frozen" else None
     if source is not None:
         env.llm_base_url = recorded_base_url(recorded) or llm_base_url
@@ -409,9 +467,7 @@ def recorded_base_url(cassette: Cassette) -> str | None:
     """The LLM base URL a cassette's agent used: a frozen LLM answers "at" that address."""
     for event in cassette.events:
         if isinstance(event, HttpEvent) and (call := llm_call(event, request=False)) is not None:
-            suffix = "/chat/completions" if call.api == "openai" else "/v1/messages"
-            url = urlsplit(event.request.url)._replace(query="").geturl()
-            return url[: -len(suffix)] if url.endswith(suffix) else None
+            return call.base_url
     return None
 
 

@@ -12,6 +12,7 @@ from recorder import (
     HttpEvent,
     LlmCall,
     ToolEvent,
+    Usage,
     UserEvent,
     WarningEvent,
     WorldDelta,
@@ -59,19 +60,61 @@ def steps(cassette: Cassette) -> list[Step]:
     return out
 
 
+_ITEM_ROLES = {
+    "function_call": "assistant",
+    "function_call_output": "tool",
+    "reasoning": "assistant",
+}
+"""Roles of the Responses API's input items that are not messages."""
+
+
+def message_role(message: dict[str, Any]) -> str:
+    """Return who speaks in one message or Responses input item."""
+    role = message.get("role") or _ITEM_ROLES.get(str(message.get("type")))
+    return str(role or "?")
+
+
 def _new_messages(call: LlmCall) -> list[dict[str, Any]]:
     messages = call.messages
     last_assistant = max(
-        (i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1
+        (i for i, m in enumerate(messages) if message_role(m) == "assistant"), default=-1
     )
     fresh = messages[last_assistant + 1 :]
-    if last_assistant < 0 and call.system is not None and call.api == "anthropic":
+    told = any(message_role(m) in ("system", "developer") for m in fresh)
+    if last_assistant < 0 and call.system is not None and call.api != "openai" and not told:
         fresh = [{"role": "system", "content": call.system}, *fresh]
     return fresh
 
 
+def tokens_text(call: LlmCall) -> str:
+    """``120→30 tokens``, or ``tokens unknown`` for a reply that reported no usage."""
+    if not call.usage_known:
+        return "tokens unknown"
+    return f"{call.input_tokens}→{call.output_tokens} tokens"
+
+
+def usage_text(usage: Usage) -> str:
+    """The trial's LLM usage in words; unknown usage and ignored calls said, never hidden."""
+    text = (
+        f"{usage.llm_calls} LLM calls ({usage.input_tokens} in / {usage.output_tokens} out tokens"
+    )
+    if usage.llm_calls_without_usage:
+        text += f"; {usage.llm_calls_without_usage} calls reported no usage: a lower bound"
+    text += f"), {usage.tool_calls} tool calls, {usage.http_calls} HTTP calls"
+    ignored = sum(usage.ignored.values())
+    if ignored:
+        hosts = ", ".join(f"{host} {n}" for host, n in sorted(usage.ignored.items()))
+        text += f", {ignored} ignored ({hosts})"
+    return text
+
+
 def message_text(message: dict[str, Any]) -> str:
-    """Return the readable text of one message (OpenAI or Anthropic shape)."""
+    """Return the readable text of one message (OpenAI, Responses or Anthropic shape)."""
+    kind = message.get("type")
+    if kind == "function_call":
+        return f"[tool call] {message.get('name')}({message.get('arguments', '')})"
+    if kind == "function_call_output":
+        return f"[tool result] {_plain(message.get('output'))}"
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -88,6 +131,14 @@ def message_text(message: dict[str, Any]) -> str:
                 parts.append(str(block["text"]))
         return "\n".join(parts)
     return "" if content is None else str(content)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # a Responses tool output given as content parts
+        return message_text({"content": value})
+    return json.dumps(value, default=str)
 
 
 def delta_lines(delta: WorldDelta) -> list[tuple[str, str]]:
@@ -129,8 +180,9 @@ def to_json(cassette: Cassette) -> dict[str, Any]:
                         {"id": c.id, "name": c.name, "arguments": c.arguments}
                         for c in call.reply_tool_calls
                     ],
-                    "input_tokens": call.input_tokens,
-                    "output_tokens": call.output_tokens,
+                    "input_tokens": call.input_tokens if call.usage_known else None,
+                    "output_tokens": call.output_tokens if call.usage_known else None,
+                    "base_url": call.base_url,
                 }
         events.append(data)
     return {

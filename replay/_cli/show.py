@@ -22,7 +22,16 @@ from recorder import (
 )
 
 from .._html import cassette_html
-from .._transcript import Step, delta_lines, message_text, steps, to_json
+from .._transcript import (
+    Step,
+    delta_lines,
+    message_role,
+    message_text,
+    steps,
+    to_json,
+    tokens_text,
+    usage_text,
+)
 
 _SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
@@ -86,10 +95,7 @@ def _render(cassette: Cassette, out: Console, *, bodies: bool) -> None:
         for sign, text in lines:
             out.print(f"    [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
     u, t = summary.usage, summary.timings
-    out.print(
-        f"  usage: {u.llm_calls} LLM calls ({u.input_tokens} in / {u.output_tokens} out tokens), "
-        f"{u.tool_calls} tool calls, {u.http_calls} HTTP calls"
-    )
+    out.print(f"  usage: {escape(usage_text(u))}")
     out.print(f"  time: {t.total:.3f} s total, {t.llm:.3f} s LLM, {t.tools:.3f} s tools")
     pins = Table("pin", "value", title="pins", title_justify="left", show_edge=False)
     for name, value in summary.pins.model_dump(exclude_defaults=True).items():
@@ -104,11 +110,11 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
         call = step.llm
         out.print(
             f"\n[bold cyan]{step.index}. LLM[/] {call.api} {escape(call.model or '?')} {timing} "
-            f"[dim]{call.input_tokens}→{call.output_tokens} tokens"
+            f"[dim]{tokens_text(call)}"
             f"{', streamed' if call.stream else ''}[/]"
         )
         for message in step.new_messages:
-            role = escape(str(message.get("role", "?")))
+            role = escape(message_role(message))
             out.print(f"   [magenta]{role}[/]: {escape(_short(message_text(message)))}")
         if call.reply_text:
             out.print(f"   [bold magenta]assistant[/]: {escape(_short(call.reply_text))}")

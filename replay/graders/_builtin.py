@@ -57,7 +57,13 @@ def rule(trial: Trial) -> Grade:
     verdict = Verdict.FAIL if problems else Verdict.PASS
     notes: tuple[str, ...] = ()
     if case.max_cost is not None and trial.cost is None:
-        notes = ("cost budget not checked: no price for a model the trial called (--price)",)
+        unknown = trial.cassette.summary().usage.llm_calls_without_usage
+        notes = (
+            f"cost budget not checked: {unknown} LLM calls reported no token usage "
+            "(a stream without it: ask for stream_options include_usage)"
+            if unknown
+            else "cost budget not checked: no price for a model the trial called (--price)",
+        )
     return Grade("rule", verdict, (*problems, *notes), veto=veto)
 
 

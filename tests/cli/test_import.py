@@ -136,7 +136,8 @@ def test_show_tells_the_trial(imported: Path, records: list[dict[str, Any]]) -> 
             "*. tool get_user_details(user_id='mia_li_3668') read *",
             "outcome ok",
             f"  final answer: {answer}",
-            "  usage: * LLM calls (0 in / 0 out tokens), * tool calls, * HTTP calls",
+            "  usage: * LLM calls (0 in / 0 out tokens; * calls reported no usage: a lower bound),"
+            " * tool calls, * HTTP calls",
             "*model*gpt-4o*",
             '*user*{"source": "tau-bench"*',
         ],

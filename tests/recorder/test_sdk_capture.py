@@ -20,7 +20,7 @@ import pytest
 import requests
 import vcr.patch
 
-from recorder import HttpEvent, llm_call, playback, read_cassette, record
+from recorder import FixtureUnsupported, HttpEvent, llm_call, playback, read_cassette, record
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
 
 WEATHER = ScriptedPolicy(
@@ -308,9 +308,37 @@ def test_playback_never_reaches_the_network_on_a_miss(cassette_path: Path) -> No
                     llm.openai_base_url + "/chat/completions",
                     json={"model": "other", "messages": []},
                 )
-        assert "same method and URL with a different body" in str(info.value)
+        assert 'differing in model: "m" -> "other"' in str(info.value)
         assert len(player.misses) == 1
         assert len(llm.requests) == 1  # the miss was not sent
+
+
+def test_a_miss_names_the_nearest_body_and_the_json_paths_that_differ(
+    cassette_path: Path,
+) -> None:
+    def conversation(*user: str) -> dict[str, object]:
+        messages = [{"role": "system", "content": "You run a shop."}]
+        messages += [{"role": "user", "content": text} for text in user]
+        return {"model": "m", "messages": messages}
+
+    recorded = [conversation("Hi"), conversation("Hi", "Order 2 mugs", "and a plate")]
+    with StubLLM() as llm:
+        url = llm.openai_base_url + "/chat/completions"
+        with record(cassette_path), httpx.Client() as client:
+            for body in recorded:
+                client.post(url, json=body)
+        with playback(cassette_path), httpx.Client() as client:
+            with pytest.raises(FixtureUnsupported) as info:
+                client.post(url, json=conversation("Hi", "Order 3 mugs", "and a plate"))
+            with pytest.raises(FixtureUnsupported) as longer:
+                client.post(url, json=conversation("Hi", "Order 2 mugs", "and a plate", "now"))
+            with pytest.raises(FixtureUnsupported) as elsewhere:
+                client.post(llm.openai_base_url + "/responses", json={"model": "m"})
+    message = str(info.value)
+    # The true nearest is the longer recorded body, not the first one to that URL.
+    assert 'differing in messages[2].content: "Order 2 mugs" -> "Order 3 mugs"' in message
+    assert "messages[4:]: 4 items -> 5 items" in str(longer.value)
+    assert "nothing to this method and URL; recorded: POST " in str(elsewhere.value)
 
 
 class _Headers(http.server.BaseHTTPRequestHandler):

@@ -94,6 +94,41 @@ def test_async_tools_are_recorded(cassette_path: Path) -> None:
     assert event.name == "fetch" and event.result == [0, 1, 2]
 
 
+def test_an_async_tool_is_a_coroutine_function_with_the_function_s_signature() -> None:
+    # Frameworks decide by inspect.iscoroutinefunction whether to await a tool, and build
+    # its schema from the signature, hints and docstring: told "not async", openai-agents
+    # and langgraph called it without awaiting and sent the model a coroutine's repr.
+    import inspect
+    import typing
+
+    async def reserve(sku: str, qty: int = 1) -> dict[str, int]:
+        """Reserve stock.
+
+        Args:
+            sku: The item.
+        """
+        return {sku: qty}
+
+    def lookup(sku: str) -> int:
+        return 0
+
+    wrapped = tool(reserve, writes=True)
+    assert inspect.iscoroutinefunction(wrapped) and asyncio.iscoroutinefunction(wrapped)
+    assert not inspect.iscoroutinefunction(tool(lookup))
+    assert inspect.signature(wrapped) == inspect.signature(reserve)
+    assert typing.get_type_hints(wrapped) == typing.get_type_hints(reserve)
+    assert inspect.getdoc(wrapped) == inspect.getdoc(reserve)
+    assert wrapped.__name__ == "reserve"
+
+    class Shop:
+        @tool
+        async def stock(self, sku: str) -> int:
+            return 3
+
+    assert inspect.iscoroutinefunction(Shop().stock)
+    assert asyncio.run(Shop().stock("mug")) == 3
+
+
 def test_nested_tools_record_only_the_outer_call(cassette_path: Path) -> None:
     @tool
     def inner(x: int) -> int:
