@@ -35,6 +35,7 @@ lint: $(VENV)/.dev
 test: $(VENV)/.dev lint
 	$(BIN)/pytest
 	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
+	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,11 +24,13 @@ def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
         return None
     calls: Sequence[Any] = case.reference_solution
 
-    def reference(instruction: str, env: Environment) -> str:
+    async def reference(instruction: str, env: Environment) -> str:
         for call in calls:
             arguments: Mapping[str, Any] = call.args
             try:
-                env.call_tool(call.tool, arguments)
+                result = env.call_tool(call.tool, arguments)
+                if inspect.isawaitable(result):  # an async tool
+                    await result
             except Exception:
                 continue  # (recorded in the cassette), as tau2-bench's gold actions have
         return case.reference_answer or ""

@@ -75,8 +75,9 @@ class Environment:
 
     Attributes:
         tools: Tool specs in OpenAI ``tools`` format, to hand to the model.
-        call_tool: ``call_tool(name, arguments) -> result``; raises what the tool
-            raises (in offline mode, ``FixtureUnsupported`` for an unseen call).
+        call_tool: ``call_tool(name, arguments) -> result`` (an awaitable for an async
+            tool); raises what the tool raises (in offline mode, ``FixtureUnsupported``
+            for an unseen call).
         llm_base_url: Base URL of the OpenAI-compatible endpoint to use.
         model: Model id to ask for (``--model``), or None for the agent's default.
         settings: Everything else given with ``--set`` (temperature, prompt...).

@@ -1,0 +1,148 @@
+"""Agents built on real frameworks, unmodified, against the stub LLM on 127.0.0.1.
+
+For each of openai-agents (Responses and chat-completions models), pydantic-ai
+and LangGraph: a session recorded as the team would record it (its own tools,
+outside the harness: an async read, a parallel turn of two reads, a parallel
+turn of two writes), shown; replayed offline with the LLM frozen and the stub
+stopped (the same answer and world); a changed prompt refused naming the JSON
+path that differs; and three sandbox trials that pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sqlite3
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+from recorder import ToolEvent, read_cassette, record
+from replay import load_case, offline, sandbox
+from replay.graders import Verdict
+from replay.stub_llm import StubLLM
+from tests.helpers import REPO
+from tests.helpers import replay as replay_cli
+
+EXAMPLES = REPO / "examples" / "frameworks"
+CASE = EXAMPLES / "cases" / "reserve.yaml"
+AGENTS = ["openai_agents_responses", "openai_agents_chat", "pydantic_ai_agent", "langgraph_agent"]
+API = {"openai_agents_responses": "responses"}
+PACKAGE = {
+    "openai_agents_responses": "agents",
+    "openai_agents_chat": "agents",
+    "pydantic_ai_agent": "pydantic_ai",
+    "langgraph_agent": "langgraph",
+}
+
+pytestmark = pytest.mark.slow
+
+
+def _framework(name: str) -> ModuleType:
+    pytest.importorskip(PACKAGE[name], reason="the frameworks extra is not installed")
+    return importlib.import_module(f"examples.frameworks.{name}")
+
+
+def _record(directory: Path, module: ModuleType, llm: StubLLM, stream: bool) -> Path:
+    """Record the agent as a team would: its own world and tools, no harness around it."""
+    from examples.frameworks import INSTRUCTION, make_tools
+
+    conn = sqlite3.connect(directory / "inventory.db", check_same_thread=False)
+    conn.executescript((EXAMPLES / "world.sql").read_text())
+    env = SimpleNamespace(
+        functions=make_tools(conn),
+        llm_base_url=llm.openai_base_url,
+        api_key="sk-team",
+        model=None,
+        settings={"stream": stream},
+    )
+    out = directory / "reserve-mugs-0.cassette"
+    with record(out, world=conn, case_id="reserve-mugs", fixture_source=str(CASE)) as rec:
+        rec.answer(asyncio.run(module.agent(INSTRUCTION, env)))
+    conn.close()
+    return out
+
+
+def _net(cassette_path: Path) -> dict[str, Any]:
+    """The trial's net state diff, rows in key order (parallel calls finish in any order)."""
+    footer = read_cassette(cassette_path).summary()
+    return {
+        table: sorted((c.model_dump() for c in rows), key=lambda c: json.dumps(c["key"]))
+        for table, rows in (footer.state_diff or {}).items()
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("name", AGENTS)
+def test_a_framework_agent_records_replays_and_runs_unmodified(
+    name: str, stream: bool, tmp_path: Path
+) -> None:
+    from examples.frameworks import ANSWER, make_tools, reserve_policy
+
+    module = _framework(name)
+    case = load_case(CASE)
+    with StubLLM(reserve_policy()) as llm:
+        recorded_path = _record(tmp_path, module, llm, stream)
+        sandboxed = [
+            sandbox(
+                case,
+                module.agent,
+                make_tools,
+                tmp_path / f"sandbox-{i}.cassette",
+                llm_base_url=llm.openai_base_url,
+                index=i,
+                settings={"stream": stream},
+            )
+            for i in range(3)
+        ]
+    for trial in sandboxed:
+        assert trial.outcome.verdict is Verdict.PASS, trial.outcome.evidence
+
+    recorded = read_cassette(recorded_path)
+    summary = recorded.summary()
+    assert summary.final_answer == ANSWER
+    assert summary.usage.llm_calls == 3 and summary.usage.tool_calls == 4
+    assert summary.pins.model == "stub-inventory-1" and summary.pins.tool_schema_hash
+    writes = [e for e in recorded.events if isinstance(e, ToolEvent) and e.name == "reserve"]
+    assert sorted((e.args["sku"], sorted(e.delta or {})) for e in writes) == [
+        ("mug", ["items", "reservations"]),
+        ("plate", ["items", "reservations"]),
+    ]
+    for event in writes:  # each call of the parallel turn carries exactly its own rows
+        assert [c.key for c in (event.delta or {})["items"]] == [[event.args["sku"]]]
+
+    code, out, _ = replay_cli("show", "--json", str(recorded_path))
+    assert code == 0
+    apis = {e["llm"]["api"] for e in json.loads(out)["events"] if "llm" in e}
+    assert apis == {API.get(name, "openai")}
+
+    # Offline, the LLM frozen: the stub is stopped, so nothing could answer but the cassette.
+    replayed = offline(
+        case,
+        module.agent,
+        make_tools,
+        recorded,
+        tmp_path / "offline.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",
+        settings={"stream": stream},
+    )
+    assert replayed.outcome.verdict is Verdict.PASS, replayed.outcome.evidence
+    assert read_cassette(tmp_path / "offline.cassette").summary().final_answer == ANSWER
+    assert _net(tmp_path / "offline.cassette") == _net(recorded_path)
+
+    changed = offline(
+        case,
+        module.agent,
+        make_tools,
+        recorded,
+        tmp_path / "changed.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",
+        settings={"stream": stream, "instructions": "Reserve whatever is asked."},
+    )
+    assert changed.outcome.verdict is Verdict.UNSUPPORTED
+    evidence = " ".join(changed.outcome.evidence)
+    assert "fixture unsupported" in evidence
+    assert '"You keep a small shop' in evidence and '-> "Reserve whatever is asked."' in evidence
