@@ -28,7 +28,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -103,7 +103,8 @@ class Environment:
     functions: list[Callable[..., Any]] = field(default_factory=list)
 
 
-Agent = Callable[[str, Environment], str]
+Agent = Callable[[str, Environment], "str | Awaitable[str]"]
+"""An agent: sync, or async (its coroutine is awaited by the trial's driver)."""
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
