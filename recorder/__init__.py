@@ -26,6 +26,7 @@ from ._errors import (
     SandboxViolation,
     ToolSchemaError,
 )
+from ._ignore import DEFAULT_IGNORE_HOSTS
 from ._llm import LlmCall, LlmToolCall, llm_call
 from ._playback import Playback, playback
 from ._reader import Cassette, read_cassette, read_header
@@ -55,6 +56,7 @@ from ._tools import Tool, tool, tool_schema_hash
 from ._writer import write_cassette
 
 __all__ = [
+    "DEFAULT_IGNORE_HOSTS",
     "FORMAT_VERSION",
     "PLACEHOLDER",
     "AssertionSyntaxError",

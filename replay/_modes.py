@@ -295,6 +295,7 @@ def sandbox_steps(
     judge: Judge | None = None,
     faults: FaultInjector | None = None,
     user: UserChannel | None = None,
+    ignore_hosts: Iterable[str] | None = None,
 ) -> Steps[TrialResult]:
     """Run the agent against a fresh world with real tools; record and grade the trial.
 
@@ -326,7 +327,7 @@ def sandbox_steps(
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
         cassette = yield from _run_steps(
-            case, agent, env, world, out, index, "sandbox", source, (host,), faults
+            case, agent, env, world, out, index, "sandbox", source, (host,), faults, ignore_hosts
         )
     missed = [*(source.misses if source else []), *_user_misses(user)]
     misses = tuple(dict.fromkeys(str(m) for m in missed))
@@ -364,6 +365,7 @@ def offline_steps(
     judge: Judge | None = None,
     faults: FaultInjector | None = None,
     user: UserChannel | None = None,
+    ignore_hosts: Iterable[str] | None = None,
 ) -> Steps[TrialResult]:
     """``offline``, as steps (see ``sandbox_steps``)."""
     started = time.perf_counter()
@@ -388,7 +390,7 @@ def offline_steps(
     if source is not None:
         env.llm_base_url = recorded_base_url(recorded) or llm_base_url
     cassette = yield from _run_steps(
-        case, agent, env, world, out, index, "offline", source, None, faults
+        case, agent, env, world, out, index, "offline", source, None, faults, ignore_hosts
     )
     misses = [*player.misses, *(source.misses if source else []), *_user_misses(user)]
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
@@ -504,6 +506,7 @@ def _run_steps(
     source: Playback | None,
     allowed_hosts: tuple[str, ...] | None,
     faults: FaultInjector | None = None,
+    ignore_hosts: Iterable[str] | None = None,
 ) -> Steps[Cassette]:
     """Run the agent inside a recording; an agent that raises is recorded, not propagated."""
     user = {"mode": mode, **(faults.pins() if faults is not None else {})}
@@ -519,6 +522,7 @@ def _run_steps(
             overwrite=True,
             source=source,
             allowed_hosts=allowed_hosts,
+            ignore_hosts=ignore_hosts,
             interpose=faults.http if faults is not None else None,
         ) as rec:
             if faults is not None:

@@ -56,6 +56,10 @@ class RunSpec:
     """Trials in flight at once, over all workers."""
     allow_env: list[str] = field(default_factory=list)
     """Environment variables named like secrets the agent may still see (sandbox)."""
+    ignore_hosts: list[str] = field(default_factory=list)
+    """Hosts (``host`` or ``host/path``) the trials' cassettes ignore, besides the default list."""
+    default_ignore: bool = True
+    """Ignore the default list of tracing endpoints (``recorder.DEFAULT_IGNORE_HOSTS``)."""
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     """USD per million input and output tokens, by model: for costs and max_cost."""
     judge_url: str | None = None

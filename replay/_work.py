@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recorder import patched, read_cassette
+from recorder import DEFAULT_IGNORE_HOSTS, patched, read_cassette
 
 from ._async import wait_for
 from ._case import Case
@@ -265,6 +265,11 @@ def _trial_steps(
             "settings": spec.settings,
             "prices": prices,
             "judge": judge,
+            "ignore_hosts": (
+                [*DEFAULT_IGNORE_HOSTS, *spec.ignore_hosts]
+                if spec.default_ignore
+                else spec.ignore_hosts
+            ),
         }
         if job.case.user is not None and spec.mode != "review":
             if spec.user == "frozen":

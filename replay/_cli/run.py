@@ -112,6 +112,19 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     multiple=True,
     help="Let the sandboxed agent see this secret-like environment variable (repeatable).",
 )
+@click.option(
+    "--ignore-host",
+    "ignore_hosts",
+    multiple=True,
+    metavar="HOST[/PATH]",
+    help="Never record calls to this host (or path prefix); offline and in the sandbox they get "
+    "an empty success (repeatable; added to the default list of the SDKs' tracing endpoints).",
+)
+@click.option(
+    "--no-default-ignore",
+    is_flag=True,
+    help="Record the SDKs' tracing endpoints too (see recorder.DEFAULT_IGNORE_HOSTS).",
+)
 @click.option("--judge-url", help="OpenAI-compatible base URL of the LLM judge (rubrics).")
 @click.option("--judge-model", help="Model id of the LLM judge.")
 @click.option(
@@ -172,6 +185,8 @@ def run(
     store: Path,
     resume: bool,
     allow_env: tuple[str, ...],
+    ignore_hosts: tuple[str, ...],
+    no_default_ignore: bool,
     prices: tuple[str, ...],
     judge_url: str | None,
     judge_model: str | None,
@@ -250,6 +265,8 @@ def run(
             settings=_settings(sets),
             concurrency=concurrency,
             allow_env=list(allow_env),
+            ignore_hosts=list(ignore_hosts),
+            default_ignore=not no_default_ignore,
             prices=_prices(prices),
             judge_url=judge_url,
             judge_model=judge_model,

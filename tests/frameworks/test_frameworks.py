@@ -146,3 +146,52 @@ def test_a_framework_agent_records_replays_and_runs_unmodified(
     evidence = " ".join(changed.outcome.evidence)
     assert "fixture unsupported" in evidence
     assert '"You keep a small shop' in evidence and '-> "Reserve whatever is asked."' in evidence
+
+
+async def _traced_agent(instruction: str, env: Any) -> str:
+    """openai-agents with its trace exporter on, flushed before the trial ends."""
+    from agents.tracing import get_trace_provider
+
+    from examples.frameworks.openai_agents_responses import agent
+
+    answer = await agent(instruction, env)
+    get_trace_provider().force_flush()  # the exporter's POST to api.openai.com/v1/traces/ingest
+    return answer
+
+
+def test_the_sdk_s_trace_exporter_is_ignored_never_unsupported(tmp_path: Path) -> None:
+    agents = pytest.importorskip("agents", reason="the frameworks extra is not installed")
+    from examples.frameworks import make_tools, reserve_policy
+
+    agents.set_tracing_disabled(False)
+    agents.set_tracing_export_api_key("sk-trace-export")
+    try:
+        case = load_case(CASE)
+        with StubLLM(reserve_policy()) as llm:
+            first = sandbox(
+                case,
+                _traced_agent,
+                make_tools,
+                tmp_path / "a.cassette",
+                llm_base_url=llm.openai_base_url,
+            )
+        again = offline(
+            case,
+            _traced_agent,
+            make_tools,
+            read_cassette(tmp_path / "a.cassette"),
+            tmp_path / "b.cassette",
+            llm_base_url="http://127.0.0.1:9/v1",
+        )
+    finally:
+        agents.set_tracing_disabled(True)
+    assert first.outcome.verdict is Verdict.PASS, first.outcome.evidence
+    assert again.outcome.verdict is Verdict.PASS, again.outcome.evidence
+    for path in (tmp_path / "a.cassette", tmp_path / "b.cassette"):
+        cassette = read_cassette(path)
+        assert cassette.summary().usage.ignored.get("api.openai.com/v1/traces", 0) >= 1
+        assert not [
+            e
+            for e in cassette.events
+            if "traces" in getattr(getattr(e, "request", None), "url", "")
+        ]
