@@ -63,3 +63,30 @@ def test_record_missing_then_replay_offline(project: pytest.Pytester) -> None:
         )
     assert (project.path / "recorded" / "refund.cassette").exists()
     run(project).assert_outcomes(passed=2)  # now offline: no LLM running
+
+
+FRAMEWORK_TEST = f'''
+import pytest
+from examples.frameworks import make_tools
+from examples.frameworks.openai_agents_responses import agent
+
+@pytest.mark.replay(cassette="recorded/reserve.cassette",
+                    case="{REPO}/examples/frameworks/cases/reserve.yaml")
+def test_reserve(replay_session):
+    outcome = replay_session.run(agent, make_tools)   # an openai-agents agent, as it is
+    assert outcome.verdict == "pass", outcome.evidence
+'''
+
+
+@pytest.mark.slow
+def test_a_framework_agent_under_the_plugin(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("agents", reason="the frameworks extra is not installed")
+    from examples.frameworks import reserve_policy
+
+    pytester.makepyfile(test_reserve=FRAMEWORK_TEST)
+    with StubLLM(reserve_policy()) as llm:
+        run(pytester, "--replay-record-missing", llm_url=llm.openai_base_url).assert_outcomes(
+            passed=1
+        )
+    assert (pytester.path / "recorded" / "reserve.cassette").exists()
+    run(pytester).assert_outcomes(passed=1)  # offline, the LLM frozen: no server running
