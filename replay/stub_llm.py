@@ -450,7 +450,12 @@ def serve(
         seed: Seed of the random generator used for flakiness.
         flake_rate: Probability that a request gets a flaky reply (see `StubLLM`).
     """
-    with StubLLM(policy, seed=seed, flake_rate=flake_rate, host=host, port=port) as stub:
+    # Suppress Ctrl-C around the whole run: a caller may press it as soon as the line
+    # below is printed, before the wait starts.
+    with (
+        contextlib.suppress(KeyboardInterrupt),
+        StubLLM(policy, seed=seed, flake_rate=flake_rate, host=host, port=port) as stub,
+    ):
         print(
             f"stub LLM listening on {stub.url} "
             f"(OpenAI base URL {stub.openai_base_url}, Anthropic base URL "
@@ -458,5 +463,4 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-        with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+        threading.Event().wait()
