@@ -1,7 +1,8 @@
 """Agents built on real frameworks, unmodified, against the stub LLM on 127.0.0.1.
 
-For each of openai-agents (Responses and chat-completions models), pydantic-ai
-and LangGraph: a session recorded as the team would record it (its own tools,
+For each of openai-agents (Responses and chat-completions models), pydantic-ai,
+LangGraph, litellm (sync and async) and hand-written loops over requests and
+aiohttp: a session recorded as the team would record it (its own tools,
 outside the harness: an async read, a parallel turn of two reads, a parallel
 turn of two writes), shown; replayed offline with the LLM frozen and the stub
 stopped (the same answer and world); a changed prompt refused naming the JSON
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -29,31 +32,41 @@ from tests.helpers import replay as replay_cli
 
 EXAMPLES = REPO / "examples" / "frameworks"
 CASE = EXAMPLES / "cases" / "reserve.yaml"
-AGENTS = ["openai_agents_responses", "openai_agents_chat", "pydantic_ai_agent", "langgraph_agent"]
-API = {"openai_agents_responses": "responses"}
-PACKAGE = {
-    "openai_agents_responses": "agents",
-    "openai_agents_chat": "agents",
-    "pydantic_ai_agent": "pydantic_ai",
-    "langgraph_agent": "langgraph",
+AGENTS = {  # the agent (module:function) and the package it needs
+    "openai-agents-responses": ("examples.frameworks.openai_agents_responses:agent", "agents"),
+    "openai-agents-chat": ("examples.frameworks.openai_agents_chat:agent", "agents"),
+    "pydantic-ai": ("examples.frameworks.pydantic_ai_agent:agent", "pydantic_ai"),
+    "langgraph": ("examples.frameworks.langgraph_agent:agent", "langgraph"),
+    "litellm-sync": ("examples.frameworks.litellm_agent:agent", "litellm"),
+    "litellm-async": ("examples.frameworks.litellm_agent:async_agent", "litellm"),
+    "requests": ("tests.frameworks.http_agents:requests_agent", "requests"),
+    "aiohttp": ("tests.frameworks.http_agents:aiohttp_agent", "aiohttp"),
 }
+API = {"openai-agents-responses": "responses"}
 
 pytestmark = pytest.mark.slow
 
 
-def _framework(name: str) -> ModuleType:
-    pytest.importorskip(PACKAGE[name], reason="the frameworks extra is not installed")
-    return importlib.import_module(f"examples.frameworks.{name}")
+def _agent(name: str) -> Callable[..., Any]:
+    spec, package = AGENTS[name]
+    pytest.importorskip(package, reason="the frameworks extra is not installed")
+    module, _, function = spec.partition(":")
+    agent: Callable[..., Any] = getattr(importlib.import_module(module), function)
+    return agent
 
 
-def _record(directory: Path, module: ModuleType, llm: StubLLM, stream: bool) -> Path:
+def _record(directory: Path, agent: Callable[..., Any], llm: StubLLM, stream: bool) -> Path:
     """Record the agent as a team would: its own world and tools, no harness around it."""
     from examples.frameworks import INSTRUCTION, make_tools
 
     conn = sqlite3.connect(directory / "inventory.db", check_same_thread=False)
     conn.executescript((EXAMPLES / "world.sql").read_text())
+    tools = make_tools(conn)
+    by_name = {t.name: t for t in tools}
     env = SimpleNamespace(
-        functions=make_tools(conn),
+        functions=tools,
+        tools=[t.openai_schema() for t in tools],
+        call_tool=lambda name, arguments: by_name[name](**arguments),
         llm_base_url=llm.openai_base_url,
         api_key="sk-team",
         model=None,
@@ -61,7 +74,8 @@ def _record(directory: Path, module: ModuleType, llm: StubLLM, stream: bool) -> 
     )
     out = directory / "reserve-mugs-0.cassette"
     with record(out, world=conn, case_id="reserve-mugs", fixture_source=str(CASE)) as rec:
-        rec.answer(asyncio.run(module.agent(INSTRUCTION, env)))
+        answer = agent(INSTRUCTION, env)
+        rec.answer(asyncio.run(answer) if inspect.iscoroutine(answer) else answer)
     conn.close()
     return out
 
@@ -82,14 +96,14 @@ def test_a_framework_agent_records_replays_and_runs_unmodified(
 ) -> None:
     from examples.frameworks import ANSWER, make_tools, reserve_policy
 
-    module = _framework(name)
+    agent = _agent(name)
     case = load_case(CASE)
     with StubLLM(reserve_policy()) as llm:
-        recorded_path = _record(tmp_path, module, llm, stream)
+        recorded_path = _record(tmp_path, agent, llm, stream)
         sandboxed = [
             sandbox(
                 case,
-                module.agent,
+                agent,
                 make_tools,
                 tmp_path / f"sandbox-{i}.cassette",
                 llm_base_url=llm.openai_base_url,
@@ -122,7 +136,7 @@ def test_a_framework_agent_records_replays_and_runs_unmodified(
     # Offline, the LLM frozen: the stub is stopped, so nothing could answer but the cassette.
     replayed = offline(
         case,
-        module.agent,
+        agent,
         make_tools,
         recorded,
         tmp_path / "offline.cassette",
@@ -135,7 +149,7 @@ def test_a_framework_agent_records_replays_and_runs_unmodified(
 
     changed = offline(
         case,
-        module.agent,
+        agent,
         make_tools,
         recorded,
         tmp_path / "changed.cassette",
