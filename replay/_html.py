@@ -316,10 +316,11 @@ def _trial(
 ) -> str:
     """One trial as ``<details>``: open with its body if ``eager``, else closed and inert."""
     verdict = row["verdict"]
-    tokens = (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)
+    known = row.get("input_tokens") is not None and row.get("output_tokens") is not None
+    tokens = f"{row['input_tokens'] + row['output_tokens']} tokens" if known else "tokens unknown"
     head = (
         f"{_e(row['case_id'])} trial {_e(row['idx'])} {_badge(verdict)} "
-        f'<span class="meta">{_e(row.get("steps") or 0)} steps, {tokens} tokens, '
+        f'<span class="meta">{_e(row.get("steps") or 0)} steps, {tokens}, '
         f"{_num(row.get('latency'))} s</span>"
     )
     rows = [

@@ -46,7 +46,9 @@ class ToolUse:
     loops: int
     """Trials the rule grader caught in a loop."""
     percentiles: dict[str, tuple[float | None, float | None]]
-    """p50 and p95 of steps, input and output tokens, cost and latency."""
+    """p50 and p95 of steps, input and output tokens, cost and latency (over known values)."""
+    unknown_usage: int = 0
+    """Trials whose token usage is unknown (a call reported none): left out of the tokens."""
 
     def to_json(self) -> dict[str, Any]:
         """As JSON-ready data."""
@@ -56,6 +58,7 @@ class ToolUse:
             "arguments": self.arguments,
             "abstention": self.abstention,
             "loops": self.loops,
+            "unknown_usage": self.unknown_usage,
             **{k: {"p50": v[0], "p95": v[1]} for k, v in self.percentiles.items()},
         }
 
@@ -107,7 +110,12 @@ def tool_use(case: Case | None, trials: list[dict[str, Any]], loops: int) -> Too
         _mean(abstained),
         loops,
         _percentiles(trials),
+        _unknown_usage(trials),
     )
+
+
+def _unknown_usage(trials: list[dict[str, Any]]) -> int:
+    return sum(1 for t in trials if t.get("steps") and t.get("input_tokens") is None)
 
 
 def _percentiles(trials: list[dict[str, Any]]) -> dict[str, tuple[float | None, float | None]]:
@@ -146,5 +154,6 @@ def run_tool_use(store: Store, name: str) -> tuple[dict[str, ToolUse], ToolUse]:
         _mean([u.abstention for u in per_case.values() if u.abstention is not None]),
         sum(loops.values()),
         _percentiles(trials),
+        _unknown_usage(trials),
     )
     return per_case, overall

@@ -361,8 +361,13 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
         "score": result.outcome.score,
         "cassette": str(result.cassette),
         "steps": summary.usage.llm_calls or summary.usage.tool_calls,
-        "input_tokens": summary.usage.input_tokens,
-        "output_tokens": summary.usage.output_tokens,
+        # NULL when a call reported no usage: unknown, never a count too low to notice.
+        "input_tokens": None
+        if summary.usage.llm_calls_without_usage
+        else summary.usage.input_tokens,
+        "output_tokens": (
+            None if summary.usage.llm_calls_without_usage else summary.usage.output_tokens
+        ),
         "latency": summary.timings.total,
         "cost": result.trial.cost,
         "tags": json.dumps(case.tags),

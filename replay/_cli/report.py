@@ -103,6 +103,8 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None
     out.print(f"tool use: {', '.join(accuracy) or 'no reference solution'}; loops {use.loops}")
     if spread:
         out.print(f"per trial: {spread}")
+    if use.unknown_usage:
+        out.print(f"tokens unknown in {use.unknown_usage} trials (calls that reported no usage)")
     for case in result.cases:
         if case.failures:
             out.print(f"\n[bold]{escape(case.case_id)}[/] failed because:")
