@@ -10,6 +10,7 @@ active, a call from a thread outside any context passes through unrecorded
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -136,4 +137,9 @@ def _all_patches() -> list[Any]:
     from ._http import httpx_patches
     from ._vcr import vcr_patches
 
-    return [*httpx_patches(), *vcr_patches()]
+    patches = [*httpx_patches(), *vcr_patches()]
+    if importlib.util.find_spec("aiohttp") is not None:  # an optional client
+        from ._aiohttp import aiohttp_patches
+
+        patches += aiohttp_patches()
+    return patches

@@ -47,7 +47,7 @@ class _Bridge:
 
     _path = "agent-replay"
     custom_patches: tuple[Any, ...] = ()
-    skip_patchers = ("httpx", "httpx2")
+    skip_patchers = ("httpx", "httpx2", "aiohttp")
 
     def __init__(self) -> None:
         self._started: dict[int, float] = {}
