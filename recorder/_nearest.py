@@ -56,14 +56,44 @@ def nearest_body(body: bytes, recorded: Sequence[bytes]) -> tuple[bytes, list[st
 
 def _shared(a: bytes, b: bytes) -> int:
     """Bytes ``a`` and ``b`` share at their start plus at their end."""
-    return _prefix(a, b) + _prefix(a[::-1], b[::-1])
+    start = _prefix(a, b)
+    return start + _suffix(a[start:], b[start:])
+
+
+_BLOCK = 4096
 
 
 def _prefix(a: bytes, b: bytes) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # binary search on slice equality: each comparison is a memcmp
+    """Length of the common prefix: block by block, then a binary search in the block.
+
+    Each comparison is a memcmp of a short slice, so a long shared prefix (an
+    agent resends its whole conversation) costs little.
+    """
+    n, i = min(len(a), len(b)), 0
+    while i + _BLOCK <= n and a[i : i + _BLOCK] == b[i : i + _BLOCK]:
+        i += _BLOCK
+    lo, hi = i, min(n, i + _BLOCK)
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[i:mid] == b[i:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _suffix(a: bytes, b: bytes) -> int:
+    """Length of the common suffix, as ``_prefix`` finds the prefix."""
+    n, i = min(len(a), len(b)), 0
+    while (
+        i + _BLOCK <= n
+        and a[len(a) - i - _BLOCK : len(a) - i] == b[len(b) - i - _BLOCK : len(b) - i]
+    ):
+        i += _BLOCK
+    lo, hi = i, min(n, i + _BLOCK)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid : len(a) - i] == b[len(b) - mid : len(b) - i]:
             lo = mid
         else:
             hi = mid - 1
