@@ -119,6 +119,9 @@ class Case(BaseModel):
     """Dimensions an LLM judge grades, one call each."""
     faults: list[Fault] = Field(default_factory=list)
     """Faults injected in offline and sandbox trials (see replay._faults)."""
+    graders: list[str] = Field(default_factory=list)
+    """Graders to run besides the built-in ones, by registered name (``MODULE:NAME``
+    imports the module that registers it)."""
     match_reference: MatchReference | None = None
     """Grade with ``matches_reference``: the world must end as the reference solution
     leaves it (``multisets``: list fields compared in any order; ``tolerance``)."""

@@ -59,7 +59,18 @@ from ._reference import reference_for
 from ._secrets import hidden_secrets
 from ._user import UserChannel
 from ._world import World, load_fixture
-from .graders import Grade, Judge, Outcome, SqliteWorld, Trial, Verdict, combine, run_graders
+from .graders import (
+    BUILT_IN,
+    Grade,
+    Judge,
+    Outcome,
+    SqliteWorld,
+    Trial,
+    Verdict,
+    combine,
+    resolve,
+    run_graders,
+)
 
 Mode = Literal["review", "offline", "sandbox"]
 T = TypeVar("T")
@@ -231,6 +242,7 @@ def review(
     judge: Judge | None = None,
     judge_out: Path | None = None,
     tools: ToolFactory | None = None,
+    graders: Sequence[str] = (),
 ) -> TrialResult:
     """Grade a recorded trial again: nothing runs.
 
@@ -275,6 +287,7 @@ def review(
         judge,
         judge_out,
         tools=tools,
+        graders=graders,
     )
 
 
@@ -296,6 +309,7 @@ def sandbox_steps(
     faults: FaultInjector | None = None,
     user: UserChannel | None = None,
     ignore_hosts: Iterable[str] | None = None,
+    graders: Sequence[str] = (),
 ) -> Steps[TrialResult]:
     """Run the agent against a fresh world with real tools; record and grade the trial.
 
@@ -345,6 +359,7 @@ def sandbox_steps(
         judge,
         user=user,
         tools=tools,
+        graders=graders,
     )
 
 
@@ -366,6 +381,7 @@ def offline_steps(
     faults: FaultInjector | None = None,
     user: UserChannel | None = None,
     ignore_hosts: Iterable[str] | None = None,
+    graders: Sequence[str] = (),
 ) -> Steps[TrialResult]:
     """``offline``, as steps (see ``sandbox_steps``)."""
     started = time.perf_counter()
@@ -407,6 +423,7 @@ def offline_steps(
         judge,
         user=user,
         tools=tools,
+        graders=graders,
     )
 
 
@@ -557,6 +574,7 @@ def _graded(
     *,
     user: UserChannel | None = None,
     tools: ToolFactory | None = None,
+    graders: Sequence[str] = (),
 ) -> TrialResult:
     summary = cassette.summary()
     cost = trial_cost(cassette, prices)
@@ -570,7 +588,7 @@ def _graded(
         cost,
         reference_for(case, tools),
     )
-    grades = run_graders(trial, ["replay", "rule", "state", "matches_reference"])
+    grades = run_graders(trial, resolve([*BUILT_IN, *case.graders, *graders]))
     if judge is not None and case.rubric and summary.status != "error":
         out = judge_out or cassette.path.with_name(f"{cassette.path.stem}.judge.cassette")
         grades += judge.grade(trial, case.dimensions(), out)

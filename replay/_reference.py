@@ -28,7 +28,7 @@ from recorder import Pins, Tool, read_cassette, record
 
 from ._diff import StateDiff, value_diff
 from ._world import load_fixture
-from .graders import Grade, SqliteWorld, Trial, Verdict, WorldView, grader
+from .graders import Grade, SqliteWorld, Trial, Verdict, WorldView
 
 Key = tuple[str, tuple[Any, ...]]
 
@@ -183,7 +183,6 @@ def explain(
     return problems
 
 
-@grader("matches_reference")
 def matches_reference(trial: Trial) -> list[Grade]:
     """Pass when the trial leaves every row as the reference solution does (see module)."""
     settings: MatchReference | None = getattr(trial.case, "match_reference", None)

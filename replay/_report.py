@@ -27,6 +27,8 @@ class CaseReport:
     tool_use: ToolUse
     user_failures: list[tuple[str, int]]
     """Evidence of trials the simulated user failed (not the agent's fault), apart."""
+    graders: dict[str, dict[str, int]]
+    """Per grader that graded the case's trials (built-in or registered): verdict counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,10 @@ def build_report(store: Store, name: str) -> RunReport:
     trials = store.trials(name)
     evidence: dict[str, Counter[str]] = {}
     user: dict[str, Counter[str]] = {}
+    verdicts: dict[str, dict[str, Counter[str]]] = {}
     for grade in store.grades(name):
+        by_grader = verdicts.setdefault(grade["case_id"], {})
+        by_grader.setdefault(grade["grader"], Counter())[grade["verdict"]] += 1
         if grade["verdict"] != "pass":
             into = user if grade["grader"] == "user" else evidence
             for line in grade["evidence"]:
@@ -77,6 +82,7 @@ def build_report(store: Store, name: str) -> RunReport:
                 failing,
                 per_case[case_id],
                 user.get(case_id, Counter()).most_common(),
+                {g: dict(c) for g, c in verdicts.get(case_id, {}).items()},
             )
         )
     return RunReport(name, run["pins"], cases, suite_metrics(counts), overall)
@@ -109,6 +115,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "failures": [{"evidence": e, "trials": n} for e, n in c.failures],
                 "user_failures": [{"evidence": e, "trials": n} for e, n in c.user_failures],
                 "failing_cassette": c.failing_cassette,
+                "graders": c.graders,
                 "tool_use": c.tool_use.to_json(),
             }
             for c in report.cases

@@ -72,6 +72,8 @@ class RunSpec:
     """Agreement with those labels a judge must exceed before its grades count."""
     no_judge: bool = False
     """Skip rubric grading even where cases have a rubric."""
+    graders: list[str] = field(default_factory=list)
+    """Graders added to every case's (registered names, or ``MODULE:NAME``)."""
     user: Literal["live", "frozen"] = "live"
     """Multi-turn cases: a live simulated user, or one answering from the cassettes."""
     user_url: str | None = None

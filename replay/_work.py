@@ -265,6 +265,7 @@ def _trial_steps(
             "settings": spec.settings,
             "prices": prices,
             "judge": judge,
+            "graders": spec.graders,
             "ignore_hosts": (
                 [*DEFAULT_IGNORE_HOSTS, *spec.ignore_hosts]
                 if spec.default_ignore
@@ -290,6 +291,7 @@ def _trial_steps(
                 judge,
                 judge_out,
                 tools,
+                spec.graders,
             )
         if spec.mode == "offline":
             assert job.recorded is not None

@@ -125,6 +125,14 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     is_flag=True,
     help="Record the SDKs' tracing endpoints too (see recorder.DEFAULT_IGNORE_HOSTS).",
 )
+@click.option(
+    "--grader",
+    "graders",
+    multiple=True,
+    metavar="NAME|MODULE:NAME",
+    help="Also grade every case with this registered grader (@replay.graders.grader); "
+    "MODULE:NAME imports the module that registers it (repeatable).",
+)
 @click.option("--judge-url", help="OpenAI-compatible base URL of the LLM judge (rubrics).")
 @click.option("--judge-model", help="Model id of the LLM judge.")
 @click.option(
@@ -187,6 +195,7 @@ def run(
     allow_env: tuple[str, ...],
     ignore_hosts: tuple[str, ...],
     no_default_ignore: bool,
+    graders: tuple[str, ...],
     prices: tuple[str, ...],
     judge_url: str | None,
     judge_model: str | None,
@@ -267,6 +276,7 @@ def run(
             allow_env=list(allow_env),
             ignore_hosts=list(ignore_hosts),
             default_ignore=not no_default_ignore,
+            graders=list(graders),
             prices=_prices(prices),
             judge_url=judge_url,
             judge_model=judge_model,

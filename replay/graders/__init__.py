@@ -1,13 +1,17 @@
 """Graders: turn a trial (case, transcript, state diff, world after) into verdicts.
 
 Users extend this package: write a function ``Trial -> Grade`` and register
-it with ``@grader("name")``, as the built-ins ``rule``, ``state`` and
-``replay`` are. ``Judge`` grades a case's rubric with an LLM. ``combine``
-turns a trial's grades into its verdict.
+it with ``@grader("name")``, as the built-ins (``BUILT_IN``: ``replay``,
+``rule``, ``state``, ``matches_reference``) are; every trial gets the
+built-ins, and a case's ``graders:`` list or ``replay run --grader`` adds
+yours (``MODULE:NAME`` imports the module that registers it). ``Judge``
+grades a case's rubric with an LLM. ``combine`` turns a trial's grades into
+its verdict.
 """
 
 from . import _builtin  # noqa: F401  (registers the built-in graders)
 from ._core import (
+    BUILT_IN,
     PASS_SCORE,
     REGISTRY,
     Grade,
@@ -17,12 +21,14 @@ from ._core import (
     Verdict,
     combine,
     grader,
+    resolve,
     run_graders,
 )
 from ._expr import Approx, Assertion, Check, Context, SqliteWorld, WorldView
 from ._judge import Dimension, Judge
 
 __all__ = [
+    "BUILT_IN",
     "PASS_SCORE",
     "REGISTRY",
     "Approx",
@@ -40,5 +46,6 @@ __all__ = [
     "WorldView",
     "combine",
     "grader",
+    "resolve",
     "run_graders",
 ]

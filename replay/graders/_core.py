@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
+import importlib
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from recorder import Cassette
+from recorder import Cassette, ConfigError
 
 from .._diff import StateDiff
 from ._expr import WorldView
@@ -105,10 +106,46 @@ def grader(name: str) -> Callable[[Grader], Grader]:
     return register
 
 
+BUILT_IN = ("replay", "rule", "state", "matches_reference")
+"""The graders every trial gets; a case's ``graders:`` and ``replay run --grader`` add more."""
+
+
+def resolve(names: Iterable[str]) -> list[str]:
+    """Registered grader names for ``names``, importing ``module:name`` entries' modules.
+
+    A grader registers when its module is imported; ``module:name`` names the
+    module, so a worker process that has not imported it yet registers it here.
+
+    Raises:
+        ConfigError: A module cannot be imported.
+    """
+    out: list[str] = []
+    for entry in names:
+        module, colon, name = entry.rpartition(":")
+        if colon and module:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise ConfigError(f"grader {entry!r}: cannot import {module!r} ({exc})") from None
+        out.append(name if colon else entry)
+    return list(dict.fromkeys(out))
+
+
 def run_graders(trial: Trial, names: Iterable[str] | None = None) -> list[Grade]:
-    """Run graders on a trial; one that raises yields an ``error`` grade, not a crash."""
+    """Run graders on a trial; one that raises yields an ``error`` grade, not a crash.
+
+    A name nobody registered is an ``error`` grade saying so.
+    """
     grades: list[Grade] = []
     for name in names if names is not None else list(REGISTRY):
+        if name not in REGISTRY:
+            known = ", ".join(sorted(REGISTRY))
+            why = (
+                f"no grader named {name!r} is registered (registered: {known}); name it "
+                "MODULE:NAME so that its module is imported"
+            )
+            grades.append(Grade(name, Verdict.ERROR, (why,)))
+            continue
         try:
             result = REGISTRY[name](trial)
             grades.extend([result] if isinstance(result, Grade) else list(result))

@@ -1,0 +1,77 @@
+"""A grader a user registers runs in review, offline and sandbox, and shows in the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from examples.shop import refund_policy
+from replay.stub_llm import StubLLM
+from tests.helpers import REPO, replay
+
+SHOP = REPO / "examples" / "shop"
+AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+
+
+@pytest.fixture
+def case(tmp_path: Path) -> Path:
+    """The demo case naming a grader of its own (by MODULE:NAME), and one that raises."""
+    text = (SHOP / "cases" / "refund-4812.yaml").read_text()
+    text = text.replace("fixture: ../fixture.sql", f"fixture: {SHOP / 'fixture.sql'}")
+    path = tmp_path / "refund.yaml"
+    graders = "tests.cli.custom_graders:refund_rows, tests.cli.custom_graders:explodes"
+    path.write_text(text + f"graders: [{graders}]\n")
+    return path
+
+
+def _grades(store: str, run: str) -> dict[str, dict[str, int]]:
+    code, out, err = replay("report", run, "--store", store, "--json")
+    assert code == 0, err
+    (case,) = json.loads(out)["cases"]
+    graders: dict[str, dict[str, int]] = case["graders"]
+    return graders
+
+
+def test_a_registered_grader_runs_in_every_mode_and_shows_in_the_report(
+    case: Path, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "results.db")
+    extra = ["--grader", "tests.cli.custom_graders:says_sorry"]
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", str(case), "--run", "sb", "--store", store, *AGENT,
+            "--llm-url", llm.openai_base_url, *extra,
+        )  # fmt: skip
+    assert code == 0, err
+    cassettes = str(tmp_path / "cassettes" / "sb")
+    for mode, run in (("offline", "off"), ("review", "rev")):
+        code, _, err = replay(
+            "run", str(case), "--run", run, "--mode", mode, "--store", store,
+            "--cassettes", cassettes, *AGENT, *extra,
+        )  # fmt: skip
+        assert code == 0, err
+    for run in ("sb", "off", "rev"):
+        grades = _grades(store, run)
+        assert grades["refund_rows"] == {"pass": 1}, run  # the case's own grader
+        assert grades["says_sorry"] == {"fail": 1}, run  # the run's
+        assert grades["explodes"] == {"error": 1}, run  # raised: an error grade, the run goes on
+        assert {"rule", "state"} <= set(grades)  # (replay grades only a trial with misses)
+
+
+def test_an_unregistered_grader_is_an_error_grade_that_says_so(tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    golden = str(REPO / "cassettes")
+    code, _, err = replay(
+        "run", str(SHOP / "cases" / "refund-4812.yaml"), "--run", "r", "--mode", "review",
+        "--store", store, "--cassettes", golden, "--grader", "no_such_grader",
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, _ = replay("report", "r", "--store", store, "--json")
+    (row,) = json.loads(out)["cases"]
+    assert row["graders"]["no_such_grader"] == {"error": 1}
+    assert any(
+        f["evidence"].startswith("no_such_grader: no grader named 'no_such_grader' is registered")
+        for f in row["failures"]
+    )
