@@ -22,10 +22,12 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --no-deps '$(TAU2)'
 	touch $@ $(VENV)/.demo
 
+# The demo records into .replay/ (ignored by git), so the committed golden cassettes stay as
+# they are and `git status` stays clean.
 demo: $(VENV)/.demo
-	$(BIN)/python -m examples.shop cassettes/refund-4812.cassette
-	$(BIN)/replay show cassettes/refund-4812.cassette
-	$(BIN)/python -m examples.shop.demo cassettes .replay/demo.db
+	$(BIN)/python -m examples.shop .replay/demo-cassettes/refund-4812.cassette
+	$(BIN)/replay show .replay/demo-cassettes/refund-4812.cassette
+	$(BIN)/python -m examples.shop.demo .replay/demo-cassettes .replay/demo.db
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check recorder replay tests bench examples

@@ -13,7 +13,8 @@ from examples.shop import record_refund
 from recorder import ToolEvent, read_cassette
 from tests.helpers import REPO
 
-COMMITTED = sorted((REPO / "cassettes").glob("*.cassette"))
+COMMITTED = sorted((REPO / "cassettes").rglob("*.cassette"))
+"""The demo's cassette in the current format, and one per older format (``format-N/``)."""
 
 
 def test_demo_records_the_refund(tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_there_are_committed_cassettes() -> None:
     assert COMMITTED, "cassettes/ should hold the demo's example cassette"
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(REPO / "cassettes")))
 def test_committed_cassettes_read_and_round_trip(path: Path, tmp_path: Path) -> None:
     from recorder._writer import CassetteWriter
 
@@ -94,3 +95,14 @@ def test_demo_replay_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     ) in out
     assert "pass^8" in out and "suite pass^k: k=1 " in out
     assert "refund-4812 failed because:" in out
+
+
+def test_a_format_2_cassette_reads_as_what_it_recorded() -> None:
+    """Before format 3 no host was ignored and missing usage counted as 0: read as such."""
+    old = read_cassette(REPO / "cassettes" / "format-2" / "refund-4812.cassette")
+    assert old.header.version == 2 and old.header.ignore_hosts is None
+    usage = old.summary().usage
+    assert usage.llm_calls == 6 and usage.llm_calls_without_usage == 0 and usage.ignored == {}
+    now = read_cassette(REPO / "cassettes" / "refund-4812.cassette")
+    assert now.header.version == 3 and "api.openai.com/v1/traces" in (now.header.ignore_hosts or [])
+    assert [e.kind for e in old.events] == [e.kind for e in now.events]
