@@ -15,8 +15,10 @@ from ._schema import HttpResponse
 
 DEFAULT_IGNORE_HOSTS: tuple[str, ...] = (
     "api.openai.com/v1/traces",  # openai-agents' trace exporter (on by default)
-    "api.smith.langchain.com",  # LangSmith tracing (langchain, langgraph)
-    "eu.api.smith.langchain.com",
+    "api.smith.langchain.com/runs",  # LangSmith tracing (langchain, langgraph); not its
+    "api.smith.langchain.com/otel",  # prompts or datasets, which an agent may read
+    "eu.api.smith.langchain.com/runs",
+    "eu.api.smith.langchain.com/otel",
     "logfire-api.pydantic.dev",  # Logfire (pydantic-ai's instrumentation)
     "logfire-us.pydantic.dev",
     "logfire-eu.pydantic.dev",
@@ -32,30 +34,33 @@ EMPTY_SUCCESS = HttpResponse(
 
 
 class IgnoredHosts:
-    """Matches request URLs against ``host`` or ``host/path-prefix`` entries."""
+    """Matches request URLs against ``host[:port]`` or ``host[:port]/path-prefix`` entries."""
 
     def __init__(self, entries: Iterable[str]) -> None:
         self.entries: tuple[str, ...] = tuple(dict.fromkeys(_normal(e) for e in entries if e))
-        self._by_host: dict[str, list[tuple[str, str]]] = {}
+        self._by_host: dict[str, list[tuple[int | None, str, str]]] = {}
         for entry in self.entries:
-            host, slash, path = entry.partition("/")
-            self._by_host.setdefault(host, []).append((slash + path, entry))
+            where, slash, path = entry.partition("/")
+            host, port = where, None
+            head, colon, tail = where.rpartition(":")
+            if colon and tail.isdigit() and (head.endswith("]") or ":" not in head):
+                host, port = head, int(tail)  # not the colons of a bare IPv6 address
+            self._by_host.setdefault(host.strip("[]"), []).append((port, slash + path, entry))
 
     def match(self, url: str) -> str | None:
-        """Return the entry ``url`` falls under, or None."""
+        """Return the entry ``url`` falls under, or None (``host`` matches any port)."""
         if not self._by_host:
             return None
         try:
             parts = urlsplit(url)
             host = (parts.hostname or "").lower()
+            port = parts.port
         except ValueError:
             return None
-        for prefix, entry in self._by_host.get(host, ()):
-            if (
-                not prefix
-                or parts.path == prefix
-                or parts.path.startswith(prefix.rstrip("/") + "/")
-            ):
+        for want, prefix, entry in self._by_host.get(host, ()):
+            if want is not None and want != port:
+                continue
+            if not prefix or parts.path == prefix or parts.path.startswith(prefix + "/"):
                 return entry
         return None
 

@@ -136,8 +136,10 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
     model is read, and messages, tools and sampling are left empty.
     """
     api = api_of(event.request.url)
-    if api is None:
+    if api is None or event.request.method != "POST":
         return None
+    if api != "openai" and _MODEL.search(event.request.body) is None:
+        return None  # ".../responses" and ".../messages" are common REST paths: need a model
     try:
         if request:
             call = _parse_request(api, json.loads(event.request.body or b"{}"))
@@ -308,19 +310,23 @@ def _responses_stream(payloads: list[dict[str, Any]]) -> _Reply:
     """Responses API events: the final response when the stream carries it, else the items."""
     items: dict[int, dict[str, Any]] = {}
     text: list[str] = []
+    usage: dict[str, Any] = {}
     for p in payloads:
         kind = p.get("type")
         if kind in ("response.completed", "response.incomplete", "response.failed"):
-            if isinstance(p.get("response"), dict) and p["response"].get("output") is not None:
-                return _responses_reply(p["response"])
+            final: dict[str, Any] = p["response"] if isinstance(p.get("response"), dict) else {}
+            if final.get("output") is not None:
+                return _responses_reply(final)
+            usage = final.get("usage") or {}
         elif kind == "response.output_item.done":
             items[p.get("output_index", len(items))] = p["item"]
         elif kind == "response.output_text.delta":
             text.append(p.get("delta", ""))
+    tokens = usage.get("input_tokens"), usage.get("output_tokens")
     if not items:
-        return "".join(text) or None, [], None, None
+        return "".join(text) or None, [], *tokens
     reply = _responses_reply({"output": [item for _, item in sorted(items.items())]})
-    return reply[0] or "".join(text) or None, reply[1], None, None
+    return reply[0] or "".join(text) or None, reply[1], *tokens
 
 
 def _sse_payloads(body: bytes) -> list[dict[str, Any]]:

@@ -34,23 +34,24 @@ def nearest_body(body: bytes, recorded: Sequence[bytes]) -> tuple[bytes, list[st
         return None
     shortlist = sorted(set(recorded), key=lambda r: -_shared(body, r))[:_SHORTLIST]
     mine = _json(body)
-    best: tuple[int, bytes, list[str]] | None = None
+    best: tuple[int, bytes, list[tuple[str, Any, Any]] | None] | None = None
     for candidate in shortlist:
         theirs = _json(candidate)
-        if mine is _MISSING or theirs is _MISSING:
-            changes = [f"body: {len(candidate)} bytes -> {len(body)} bytes (not JSON)"]
-            count = 1 << 30
-        else:
-            found: list[tuple[str, Any, Any]] = []
+        found: list[tuple[str, Any, Any]] | None = None
+        count = 1 << 30
+        if mine is not _MISSING and theirs is not _MISSING:
+            found = []
             _walk(theirs, mine, "", found, 0)
-            changes = [_say(path, a, b) for path, a, b in found]
             count = len(found)
         if best is None or count < best[0]:
-            best = (count, candidate, changes)
+            best = (count, candidate, found)
     assert best is not None
-    _, candidate, changes = best
-    if len(changes) > _MAX_PATHS:
-        changes = [*changes[:_MAX_PATHS], f"and {len(changes) - _MAX_PATHS} more"]
+    _, candidate, found = best
+    if found is None:
+        return candidate, [f"body: {len(candidate)} bytes -> {len(body)} bytes (not JSON)"]
+    changes = [_say(path, a, b) for path, a, b in found[:_MAX_PATHS]]  # only what is shown
+    if len(found) > _MAX_PATHS:
+        changes.append(f"and {len(found) - _MAX_PATHS} more")
     return candidate, changes
 
 

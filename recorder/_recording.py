@@ -191,7 +191,8 @@ class Recording:
             self._append(ErrorEvent(t=self.now(), error=self._error(exc)))
             self.close(status="error")
             raise
-        self._turns = Turns(self._capture.take, self._aside) if self._capture is not None else None
+        if self._capture is not None:
+            self._turns = Turns(self._capture.take, self._aside, self.warn)
 
     # -- the context manager -------------------------------------------------
 
@@ -233,6 +234,11 @@ class Recording:
         for done, chunks in list(self._pending.values()):
             done(chunks, None, False)
             self.warn("a response body was neither read to its end nor closed; kept what arrived")
+        if self._turns is not None and self._turns.holder is not None:
+            self.warn(
+                f"tool {self._turns.holder.name} was still running when the recording closed: "
+                "its changes so far are recorded as made outside any tool call"
+            )
         if self._capture is not None:
             try:
                 self._aside(*self._capture.take())
@@ -267,6 +273,8 @@ class Recording:
         with when this session answers calls itself (a frozen LLM, the sandbox).
         """
         entry = self.ignore_hosts.match(url)
+        if entry is None and self.source is not None:  # what the frozen recording ignored
+            entry = self.source.ignore_hosts.match(url)
         if entry is None:
             return False
         with self._lock:
@@ -353,14 +361,14 @@ class Recording:
             )
         )
 
-    def tool_started(self) -> ToolStart:
+    def tool_started(self, name: str) -> ToolStart:
         """Mark the start of a sync tool call: wait for its turn on the world (``_turns``)."""
-        turn = self._turns.begin() if self._turns is not None else None
+        turn = self._turns.begin(name) if self._turns is not None else None
         return ToolStart(self.now(), turn)  # the call's time starts once it has its turn
 
-    async def tool_started_async(self) -> ToolStart:
+    async def tool_started_async(self, name: str) -> ToolStart:
         """Mark the start of an async tool call: await its turn on the world."""
-        turn = await self._turns.begin_async() if self._turns is not None else None
+        turn = await self._turns.begin_async(name) if self._turns is not None else None
         return ToolStart(self.now(), turn)
 
     def tool_finished(

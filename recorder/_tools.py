@@ -165,6 +165,20 @@ class Tool(Generic[P, R]):
         """Bind to an instance when used on a method (``obj.tool(...)``)."""
         return self if obj is None else types.MethodType(self, obj)
 
+    @property
+    def signature(self) -> inspect.Signature:
+        """The call's parameters as a model gives them.
+
+        The receiver is dropped and string annotations resolved where they resolve:
+        what a framework builds a schema from.
+        """
+        try:
+            sig = inspect.signature(self.fn, eval_str=True)
+        except Exception:  # an annotation that does not resolve: as written
+            sig = self._sig
+        params = [p for p in sig.parameters.values() if p.name not in self._receiver]
+        return sig.replace(parameters=params)
+
     def openai_schema(self) -> dict[str, Any]:
         """Return the tool as an OpenAI ``tools`` entry."""
         return {
@@ -210,30 +224,34 @@ class Tool(Generic[P, R]):
             raise
         if self._is_async:
             return cast(R, self._call_async(session, arguments, args, kwargs))
-        start = session.tool_started()
-        token = _in_tool.set(True)
+        start = session.tool_started(self.name)
+        token = None
         try:
+            token = _in_tool.set(True)
             result = self.fn(*args, **kwargs)
         except BaseException as exc:
             session.tool_finished(self.name, arguments, self.writes, start, None, exc, jsonable)
             raise
         finally:
-            _in_tool.reset(token)
+            if token is not None:
+                _in_tool.reset(token)
         session.tool_finished(self.name, arguments, self.writes, start, result, None, jsonable)
         return result
 
     async def _call_async(
         self, session: Recording, arguments: dict[str, Any], args: Any, kwargs: Any
     ) -> Any:
-        start = await session.tool_started_async()
-        token = _in_tool.set(True)
+        start = await session.tool_started_async(self.name)
+        token = None
         try:
+            token = _in_tool.set(True)
             result = await cast(Awaitable[Any], self.fn(*args, **kwargs))
         except BaseException as exc:
             session.tool_finished(self.name, arguments, self.writes, start, None, exc, jsonable)
             raise
         finally:
-            _in_tool.reset(token)
+            if token is not None:
+                _in_tool.reset(token)
         session.tool_finished(self.name, arguments, self.writes, start, result, None, jsonable)
         return result
 
@@ -259,6 +277,7 @@ def _mark_coroutine_function(tool: Tool[Any, Any]) -> None:
     mark = getattr(inspect, "markcoroutinefunction", None)
     if mark is not None:
         mark(tool)
+        return
     for name in ("__code__", "__defaults__", "__kwdefaults__"):
         setattr(tool, name, getattr(_coroutine_function, name))
 

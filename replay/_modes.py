@@ -158,31 +158,41 @@ def as_function(
 ) -> Callable[..., Any]:
     """``original`` as a plain function calling ``call_tool``, for a framework to wrap.
 
-    It has the tool's name, signature (annotations resolved, so a framework's
-    ``get_type_hints`` needs no globals of ours) and docstring, and is ``async``
-    when the tool is: a framework builds from it the schema it builds from the
-    tool's own function, and awaits it when it should.
+    It has the tool's name, signature (``Tool.signature``: annotations
+    resolved, so a framework's ``get_type_hints`` needs no globals of ours)
+    and docstring, and is ``async`` when the tool is: a framework builds from
+    it the schema it builds from the tool's own function, and awaits it when
+    it should. Arguments are bound against that signature, positionally or by
+    name, as the framework passes them.
     """
-    name = original.name
+    name, signature = original.name, original.signature
+
+    def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        out: dict[str, Any] = {}
+        for key, value in bound.arguments.items():
+            if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                out.update(value)
+            else:
+                out[key] = value
+        return out
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        return call_tool(name, original.arguments(*args, **kwargs))
+        return call_tool(name, arguments(args, kwargs))
 
     async def call_async(*args: Any, **kwargs: Any) -> Any:
         result = call(*args, **kwargs)
         return await result if inspect.isawaitable(result) else result
 
     function: Any = call_async if inspect.iscoroutinefunction(original) else call
-
+    function.__signature__ = signature
+    function.__annotations__ = {
+        p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty
+    }
+    if signature.return_annotation is not signature.empty:
+        function.__annotations__["return"] = signature.return_annotation
     target = inspect.unwrap(original)
-    try:
-        signature = inspect.signature(target, eval_str=True)
-        hints = dict(inspect.get_annotations(target, eval_str=True))
-    except Exception:  # a forward reference that does not resolve: as written
-        signature, hints = inspect.signature(target), dict(getattr(target, "__annotations__", {}))
-    params = [p for p in signature.parameters.values() if p.name not in ("self", "cls")]
-    function.__signature__ = signature.replace(parameters=params)
-    function.__annotations__ = {k: v for k, v in hints.items() if k not in ("self", "cls")}
     function.__name__ = function.__qualname__ = name
     function.__doc__ = getattr(target, "__doc__", None) or original.description  # as written
     function.__module__ = getattr(target, "__module__", __name__)
@@ -503,6 +513,17 @@ def _replayed_tool(
         if event.error is not None:
             raise ReplayedToolError(f"{event.error.type}: {event.error.message}")
         return event.result
+
+    async def answer_async(**arguments: Any) -> Any:
+        return answer(**arguments)
+
+    if inspect.iscoroutinefunction(original):  # offline looks like the sandbox to the agent
+        replayed_async = tool(answer_async, name=original.name, writes=original.writes)
+
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            return await replayed_async(**original.arguments(*args, **kwargs))
+
+        return call_async
 
     replayed = tool(answer, name=original.name, writes=original.writes)
 

@@ -27,6 +27,7 @@ from ._modes import Mode, load_callable
 from ._store import Store
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
 from ._world import load_fixture
+from . import graders
 from .graders import Judge
 
 
@@ -95,6 +96,24 @@ class RunSpec:
     """A Dask scheduler to use (default: a local cluster)."""
 
 
+def _check_graders(spec: RunSpec, cases: list[Case]) -> None:
+    """Every grader the run and its cases name is registered, before any trial runs.
+
+    (The agent's and tools' modules are imported by now: their graders count.)
+
+    Raises:
+        ConfigError: A module does not import, or a name is registered by nobody.
+    """
+    for case in cases:
+        names = graders.resolve([*spec.graders, *case.graders])
+        missing = [n for n in names if n not in graders.REGISTRY]
+        if missing:
+            raise ConfigError(
+                f"case {case.id}: no grader named {', '.join(map(repr, missing))} is registered; "
+                "name it MODULE:NAME so that its module is imported"
+            )
+
+
 def recorded_cassettes(directory: Path) -> dict[str, list[Path]]:
     """The cassettes in ``directory`` by the case id in their header, each list sorted."""
     found: dict[str, list[Path]] = {}
@@ -151,6 +170,7 @@ def execute(
         for named in (spec.agent if spec.mode != "review" else None, spec.tools):
             if named:
                 load_callable(named)
+        _check_graders(spec, cases)
     if resume:
         if store.run(spec.name) is None:
             raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")

@@ -117,7 +117,7 @@ def resolve(names: Iterable[str]) -> list[str]:
     module, so a worker process that has not imported it yet registers it here.
 
     Raises:
-        ConfigError: A module cannot be imported.
+        ConfigError: A module cannot be imported (or raises when imported).
     """
     out: list[str] = []
     for entry in names:
@@ -125,8 +125,9 @@ def resolve(names: Iterable[str]) -> list[str]:
         if colon and module:
             try:
                 importlib.import_module(module)
-            except ImportError as exc:
-                raise ConfigError(f"grader {entry!r}: cannot import {module!r} ({exc})") from None
+            except Exception as exc:  # not found, or raises on import (a syntax error...)
+                what = f"{type(exc).__name__}: {exc}"
+                raise ConfigError(f"grader {entry!r}: cannot import {module!r} ({what})") from None
         out.append(name if colon else entry)
     return list(dict.fromkeys(out))
 

@@ -60,18 +60,23 @@ def test_a_registered_grader_runs_in_every_mode_and_shows_in_the_report(
         assert {"rule", "state"} <= set(grades)  # (replay grades only a trial with misses)
 
 
-def test_an_unregistered_grader_is_an_error_grade_that_says_so(tmp_path: Path) -> None:
+def test_a_grader_nobody_registered_is_refused_before_any_trial_runs(tmp_path: Path) -> None:
     store = str(tmp_path / "results.db")
     golden = str(REPO / "cassettes")
-    code, _, err = replay(
-        "run", str(SHOP / "cases" / "refund-4812.yaml"), "--run", "r", "--mode", "review",
-        "--store", store, "--cassettes", golden, "--grader", "no_such_grader",
-    )  # fmt: skip
-    assert code == 0, err
-    code, out, _ = replay("report", "r", "--store", store, "--json")
-    (row,) = json.loads(out)["cases"]
-    assert row["graders"]["no_such_grader"] == {"error": 1}
-    assert any(
-        f["evidence"].startswith("no_such_grader: no grader named 'no_such_grader' is registered")
-        for f in row["failures"]
-    )
+    for grader, message in (
+        ("no_such_grader", "no grader named 'no_such_grader' is registered"),
+        ("no_such.module:x", "cannot import 'no_such.module' (ModuleNotFoundError"),
+    ):
+        code, _, err = replay(
+            "run", str(SHOP / "cases" / "refund-4812.yaml"), "--run", "r", "--mode", "review",
+            "--store", store, "--cassettes", golden, "--grader", grader,
+        )  # fmt: skip
+        assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_on_a_worker_an_unregistered_grader_is_an_error_grade() -> None:
+    from replay.graders import Verdict, run_graders
+
+    (grade,) = run_graders(None, ["no_such_grader"])  # type: ignore[arg-type]
+    assert grade.verdict is Verdict.ERROR
+    assert grade.evidence[0].startswith("no grader named 'no_such_grader' is registered")

@@ -33,7 +33,8 @@ def test_the_default_list_covers_the_sdks_tracing_endpoints(cassette_path: Path)
         pass
     ignored = read_cassette(cassette_path).header.ignore_hosts or []
     assert "api.openai.com/v1/traces" in ignored
-    assert "api.smith.langchain.com" in ignored
+    assert "api.smith.langchain.com/runs" in ignored
+    assert not any(e.endswith("langchain.com") for e in ignored)  # prompt pulls are the agent's
 
 
 def test_playback_answers_an_ignored_host_and_never_misses(cassette_path: Path) -> None:
@@ -58,7 +59,7 @@ def test_the_sandbox_answers_an_ignored_host_instead_of_refusing_it(tmp_path: Pa
             client.get("https://example.com/")
     cassette = read_cassette(path)
     assert cassette.footer is not None
-    assert cassette.footer.usage.ignored == {"api.smith.langchain.com": 1}
+    assert cassette.footer.usage.ignored == {"api.smith.langchain.com/runs": 1}
     (refused,) = [e for e in cassette.events if isinstance(e, HttpEvent)]
     assert refused.request.url == "https://example.com/"
 
@@ -71,3 +72,38 @@ def test_no_host_is_ignored_when_told_so(cassette_path: Path) -> None:
     cassette = read_cassette(cassette_path)
     assert cassette.header.ignore_hosts == []
     assert [e.request.url for e in cassette.events if isinstance(e, HttpEvent)] == [trace]
+
+
+def test_a_frozen_llm_ignores_what_its_recording_ignored(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.cassette", tmp_path / "second.cassette"
+    with StubLLM() as llm:
+        url, base = llm.url, llm.openai_base_url
+        with record(first, ignore_hosts=["127.0.0.1/telemetry"]), httpx.Client() as client:
+            client.post(url + "/telemetry", json={"span": 1})
+            chat = client.post(base + "/chat/completions", json={"model": "m"})
+    # Replayed with a run that ignores nothing of its own: the recording's list still holds.
+    source = playback(first)
+    with record(second, ignore_hosts=(), source=source), httpx.Client() as client:
+        assert client.post(url + "/telemetry", json={"span": 2}).status_code == 200
+        again = client.post(base + "/chat/completions", json={"model": "m"})
+    assert again.json() == chat.json() and source.misses == []
+    cassette = read_cassette(second)
+    assert cassette.footer is not None
+    assert cassette.footer.usage.ignored == {"127.0.0.1/telemetry": 1}
+
+
+@pytest.mark.parametrize(
+    ("entry", "url", "ignored"),
+    [
+        ("localhost:4318/v1/traces", "http://localhost:4318/v1/traces", True),
+        ("localhost:4318/v1/traces", "http://localhost:4317/v1/traces", False),
+        ("localhost/v1/traces", "http://localhost:4317/v1/traces/x", True),
+        ("https://Collector.example/v1/", "http://collector.example/v1/logs", True),
+        ("collector.example/v1", "http://collector.example/v10", False),
+    ],
+)
+def test_entries_match_host_port_and_path_prefix(
+    entry: str, url: str, ignored: bool, cassette_path: Path
+) -> None:
+    with record(cassette_path, ignore_hosts=[entry], allowed_hosts=["nowhere"]) as rec:
+        assert (rec.ignored(url) is not False) is ignored

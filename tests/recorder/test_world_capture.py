@@ -386,6 +386,96 @@ def test_a_sync_tool_on_the_loop_runs_inside_a_suspended_async_one(cassette_path
     assert _calls(cassette_path) == {1: [[10], [11]], 2: [[20]]}
 
 
+def test_a_tool_run_by_a_tool_in_a_thread_pool_does_not_wait_forever(
+    cassette_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pool does not carry the context that marks the inner call as nested: it would wait
+    # for the outer call's turn, which waits for it. It gives up after TURN_WAIT, warned.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from recorder import _turns
+
+    monkeypatch.setattr(_turns, "TURN_WAIT", 0.2)
+    conn = _world()
+
+    @tool(writes=True)
+    def add(n: int) -> None:
+        conn.execute("insert into t values (?, ?)", (n, n))
+
+    @tool(writes=True)
+    def add_many(n: int) -> None:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(add, [n * 10 + 1, n * 10 + 2]))
+
+    with record(cassette_path, world=conn):
+        add_many(1)
+    calls = _calls(cassette_path)
+    assert calls[1] == [[11], [12]]  # the outer call carries what it had done, as if nested
+    assert calls[11] == calls[12] == []
+    cassette = read_cassette(cassette_path)
+    waited = [e.message for e in cassette.events if isinstance(e, WarningEvent)]
+    assert len(waited) == 2 and all("ran without it" in m for m in waited)
+
+
+def test_overlapping_rows_inside_a_suspended_call_are_warned(cassette_path: Path) -> None:
+    import asyncio
+
+    conn = _world()
+    conn.execute("insert into t values (1, 0)")
+
+    @tool(writes=True)
+    async def slow(n: int) -> None:
+        conn.execute("update t set n = 1 where id = 1")
+        await asyncio.sleep(0.02)
+        conn.execute("update t set n = n + 10 where id = 1")
+
+    @tool(writes=True)
+    def quick(n: int) -> None:
+        conn.execute("update t set n = n * 100 where id = 1")
+
+    async def call_quick() -> None:
+        await asyncio.sleep(0.005)
+        quick(2)
+
+    async def agent() -> None:
+        await asyncio.gather(slow(1), call_quick())
+
+    with record(cassette_path, world=conn):
+        asyncio.run(agent())
+    cassette = read_cassette(cassette_path)
+    assert any(
+        isinstance(e, WarningEvent) and "quick ran inside this call's turn" in e.message
+        for e in cassette.events
+    )
+
+
+def test_a_call_still_holding_its_turn_at_close_is_named(cassette_path: Path) -> None:
+    import threading
+
+    conn = _world()
+    release = threading.Event()
+
+    @tool(writes=True)
+    def stuck(n: int) -> None:
+        conn.execute("insert into t values (?, ?)", (n, n))
+        release.wait(5)
+
+    with record(cassette_path, world=conn):
+        worker = threading.Thread(target=stuck, args=(1,))
+        worker.start()
+        for _ in range(100):  # until it holds its turn
+            if conn.execute("select count(*) from t").fetchone()[0]:
+                break
+            threading.Event().wait(0.01)
+    release.set()
+    worker.join()
+    cassette = read_cassette(cassette_path)
+    assert any(
+        isinstance(e, WarningEvent) and "tool stuck was still running" in e.message
+        for e in cassette.events
+    )
+
+
 def test_changes_between_calls_are_outside_any_call(cassette_path: Path) -> None:
     import asyncio
 

@@ -339,3 +339,60 @@ def test_an_agent_that_exits_is_an_error_trial_not_the_end_of_the_run(tmp_path: 
     )
     assert result.outcome.verdict is Verdict.ERROR
     assert any("SystemExit" in e for e in result.outcome.evidence)
+
+
+async def _awaiting_agent(instruction: str, env: Environment) -> str:
+    """Awaits call_tool for the async tool and calls env.functions positionally."""
+    stock = await env.call_tool("check_stock", {"sku": "mug"})
+    functions = {f.__name__: f for f in env.functions}
+    plate = await functions["check_stock"]("plate")
+    functions["reserve"]("mug", 2)
+    functions["reserve"](sku="plate", qty=1)
+    return f"reserved 2 of {stock['stock']} mugs and 1 of {plate['stock']} plates"
+
+
+def test_an_async_tool_is_awaitable_in_sandbox_and_offline_alike(tmp_path: Path) -> None:
+    from examples.frameworks import make_tools as inventory_tools
+
+    case = load_case(REPO / "examples" / "frameworks" / "cases" / "reserve.yaml")
+    live = sandbox(
+        case, _awaiting_agent, inventory_tools, tmp_path / "a.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert live.outcome.verdict is Verdict.PASS, live.outcome.evidence
+    again = offline(
+        case, _awaiting_agent, inventory_tools, read_cassette(tmp_path / "a.cassette"),
+        tmp_path / "b.cassette", llm_base_url="http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert again.outcome.verdict is Verdict.PASS, again.outcome.evidence
+    calls = [(e.name, e.args) for e in read_cassette(tmp_path / "b.cassette").events
+             if isinstance(e, ToolEvent)]  # fmt: skip
+    assert calls == [
+        ("check_stock", {"sku": "mug"}),
+        ("check_stock", {"sku": "plate"}),
+        ("reserve", {"sku": "mug", "qty": 2}),
+        ("reserve", {"sku": "plate", "qty": 1}),
+    ]
+
+
+def test_env_functions_bind_positional_arguments_of_a_method_tool() -> None:
+    from replay._modes import as_function
+
+    class Shop:
+        @tool(writes=True)
+        def refund(self, order_id: int, amount: float = 1.0) -> str:
+            """Refund an order."""
+            return "ok"
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    function = as_function(Shop().refund, lambda name, args: seen.append((name, dict(args))))
+    function(4812, 2.0)
+    function(order_id=7)
+    assert seen == [
+        ("refund", {"order_id": 4812, "amount": 2.0}),
+        ("refund", {"order_id": 7, "amount": 1.0}),
+    ]
+    import inspect
+
+    assert str(inspect.signature(function)) == "(order_id: int, amount: float = 1.0) -> str"
+    assert function.__doc__ == "Refund an order."
