@@ -2,9 +2,23 @@
 
 vcrpy's patchers talk to a cassette object; ours forwards to the active
 session, so vcrpy's own matching (a scan of every recorded request) and YAML
-persistence are never used. vcrpy's httpx patchers are skipped: ``_http``
-intercepts httpx streaming-aware. Through vcrpy a response body arrives
-whole, as one chunk.
+persistence are never used. vcrpy's httpx and aiohttp patchers are skipped:
+``_http`` and ``_aiohttp`` intercept those at their own seams.
+
+Streaming. vcrpy's stub connection (``VCRConnection``) is kept: it captures the
+request and holds the real connection, and what its classes handle (connection
+pools and their reuse, HTTPS, proxies and CONNECT tunnels, deferred connects,
+the requests/urllib3/httplib2/boto3 classes) would have to be rebuilt to
+intercept at http.client's own seam. What its ``getresponse`` does with the
+response is replaced (``_stubs.getresponse``): vcrpy read the body to the end
+before returning it (first byte late: 2.01 s instead of 0.01 s for a stream of
+2 s) and replayed it as one chunk. Ours sends the request as vcrpy did, with
+the options vcrpy dropped (urllib3's ``preload_content``, ``decode_content``...),
+and returns the real response itself, its reads teed (``_httpclient``): each
+chunk reaches the agent as it arrives and is recorded as it was read (the body
+as sent, content-encoding and all), the exchange when the body ends; no second,
+stub response is built from a copy of it as vcrpy did. Playback returns a real
+response reading the recorded chunks one by one.
 
 vcrpy puts the real classes back, process-wide, around each real connect,
 send and connection build (``vcr.patch.force_reset``): any other thread that
@@ -24,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import http.client
 import threading
 import types
 import zlib
@@ -36,14 +49,19 @@ import vcr.patch
 import vcr.stubs
 from vcr.patch import CassettePatcherBuilder
 
+from . import _stubs
 from ._playback import Playback
 from ._recording import Recording
-from ._schema import HttpRequest
 from ._session import current_session
+from ._stubs import VIA
 
 
 class _Bridge:
-    """Quacks like the ``vcr.cassette.Cassette`` its stubs call."""
+    """Quacks like the ``vcr.cassette.Cassette`` vcrpy's stubs call.
+
+    ``VCRConnection`` (the http.client family) no longer calls it
+    (``_stubs.getresponse`` does the work): vcrpy's stubs for other clients (tornado) do.
+    """
 
     _path = "agent-replay"
     custom_patches: tuple[Any, ...] = ()
@@ -52,16 +70,7 @@ class _Bridge:
     def __init__(self) -> None:
         self._started: dict[int, float] = {}
 
-    @staticmethod
-    def _request(vcr_request: Any) -> HttpRequest:
-        # body_bytes, not body: vcrpy hands iterators and file objects over as they came.
-        body = vcr_request.body_bytes or b""
-        return HttpRequest(
-            method=vcr_request.method,
-            url=vcr_request.uri,
-            headers=[(k.lower(), str(v)) for k, v in vcr_request.headers.items()],
-            body=body.encode() if isinstance(body, str) else bytes(body),
-        )
+    _request = staticmethod(_stubs.request_of)
 
     def can_play_response_for(self, vcr_request: Any) -> bool:
         session = current_session()
@@ -87,24 +96,17 @@ class _Bridge:
         player = session.source if isinstance(session, Recording) else session
         assert isinstance(player, Playback)
         request = self._request(vcr_request)
-        event = player.respond(request, via="vcrpy")
+        event = player.respond(request, via=VIA)
         if isinstance(session, Recording):
             t0 = self._started.pop(id(vcr_request), session.now())
             head = (event.response.status, event.response.headers) if event.response else None
             chunks = event.response.chunks if event.response else []
-            session.record_http("vcrpy", request, t0, None, head, chunks, None, True)
+            session.record_http(VIA, request, t0, None, head, chunks, None, True)
         recorded = event.response
         if recorded is None:
             message = event.error.message if event.error else "no response recorded"
             raise ConnectionError(message)  # urllib3 turns it into its own connection error
-        headers: dict[str, list[str]] = {}
-        for name, value in recorded.headers:
-            headers.setdefault(name, []).append(value)
-        return {
-            "status": {"code": recorded.status, "message": ""},
-            "headers": headers,
-            "body": {"string": b"".join(recorded.chunks)},
-        }
+        return _vcr_response(recorded.status, recorded.headers, recorded.chunks)
 
     def append(self, vcr_request: Any, response: dict[str, Any]) -> None:
         session = current_session()
@@ -114,12 +116,12 @@ class _Bridge:
         headers = [(k, v) for k, values in response["headers"].items() for v in values]
         body = response["body"]["string"]
         if not _encoded_as_declared(headers, body):
-            # urllib3 decoded the body but the headers still name its encoding: record what
-            # we hold, plain, so that neither replay nor redaction misreads it.
+            # The client decoded the body but the headers still name its encoding: record
+            # what we hold, plain, so that neither replay nor redaction misreads it.
             drop = ("content-encoding", "content-length")
             headers = [(k, v) for k, v in headers if k.lower() not in drop]
         session.record_http(
-            "vcrpy",
+            VIA,
             self._request(vcr_request),
             t0,
             None,
@@ -128,6 +130,19 @@ class _Bridge:
             None,
             True,
         )
+
+
+def _vcr_response(
+    status: int, headers: list[tuple[str, str]], chunks: list[bytes]
+) -> dict[str, Any]:
+    by_name: dict[str, list[str]] = {}
+    for name, value in headers:
+        by_name.setdefault(name, []).append(value)
+    return {
+        "status": {"code": status, "message": ""},
+        "headers": by_name,
+        "body": {"string": b"".join(chunks)},
+    }
 
 
 def _encoded_as_declared(headers: list[tuple[str, str]], body: bytes) -> bool:
@@ -164,50 +179,16 @@ def vcr_patches() -> list[Any]:
         if issubclass(owner, vcr.stubs.VCRConnection) and "__init__" in vars(owner)
     }
     guarded = [mock.patch.object(c, "__init__", _guarded(vars(c)["__init__"])) for c in stubs]
+    connection = vcr.stubs.VCRConnection
     return [
         *patches,
         *_rebound(),
         *guarded,
         mock.patch.object(vcr.patch, "force_reset", _no_window),
-        mock.patch.object(vcr.stubs, "serialize_headers", _serialize_headers),
-        mock.patch.object(vcr.stubs, "parse_headers", _parse_headers),
+        mock.patch.object(connection, "getresponse", _stubs.getresponse),
+        mock.patch.object(connection, "request", _stubs.keep_options(connection.request)),
+        mock.patch.object(connection, "putrequest", _stubs.drop_options(connection.putrequest)),
     ]
-
-
-_real_serialize_headers = vcr.stubs.serialize_headers
-_real_parse_headers = vcr.stubs.parse_headers
-_parsed = threading.local()
-
-
-def _serialize_headers(response: Any) -> dict[str, list[str]]:
-    """vcrpy's, keeping the real response's parsed headers for the stub response built next."""
-    headers: dict[str, list[str]] = _real_serialize_headers(response)
-    message = response.headers if response.msg is None else response.msg  # what vcrpy read
-    _parsed.last = (headers, message)
-    return headers
-
-
-def _parse_headers(header_list: dict[str, list[str]]) -> Any:
-    """vcrpy's, without parsing again the headers the real response has just parsed.
-
-    vcrpy serialises a real response's headers to a dict, then builds its stub
-    response by writing that dict out as text and parsing it again (as much CPU
-    as the real response's own parse). The message is rebuilt from the real one
-    instead: the same headers, in the order the server sent them, minus any the
-    stub dropped.
-    """
-    last, _parsed.last = getattr(_parsed, "last", None), None
-    if (
-        last is None
-        or last[0] is not header_list
-        or not isinstance(last[1], http.client.HTTPMessage)
-    ):
-        return _real_parse_headers(header_list)
-    message = http.client.HTTPMessage()
-    for name, value in last[1].items():
-        if name in header_list:  # (the stub drops transfer-encoding: its body is whole)
-            message[name] = value
-    return message
 
 
 def _no_window() -> contextlib.AbstractContextManager[None]:

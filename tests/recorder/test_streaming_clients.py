@@ -1,0 +1,442 @@
+"""Streaming fidelity, client by client: chunks reach the agent as they arrive while recording
+(first byte as live), are recorded as they arrived, and are replayed one by one, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import gzip
+import http.client
+import http.server
+import threading
+import time
+import urllib.request
+import weakref
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import aiohttp
+import httpx
+import pytest
+import requests
+import urllib3
+
+from recorder import HttpEvent, HttpResponse, SandboxViolation, playback, read_cassette, record
+
+CHUNKS = [f"data: chunk {n:02}\n\n".encode() for n in range(5)]
+SIZE = len(CHUNKS[0])  # all the same size: read(SIZE) gets one chunk as it arrives
+GAP = 0.1  # seconds between chunks
+FIRST_BYTE_SLACK = 0.010
+
+Timed = list[tuple[float, bytes]]
+"""(seconds from sending the request to the chunk reaching the agent, the chunk)"""
+
+
+class _Streamer(http.server.BaseHTTPRequestHandler):
+    """``/chunked``: CHUNKS as HTTP chunks; ``/length``: the same with a content-length."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else Nagle and delayed ACKs add ~44 ms per chunk
+
+    def do_GET(self) -> None:
+        chunked = self.path.startswith("/chunked")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(sum(map(len, CHUNKS))))
+        self.end_headers()
+        try:
+            for n, chunk in enumerate(CHUNKS):
+                if n:
+                    time.sleep(GAP)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                self.wfile.flush()
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # a client that stopped reading
+            self.close_connection = True
+
+    def log_message(self, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Streamer)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _timed(chunks: Iterator[bytes], t0: float) -> Timed:
+    return [(time.perf_counter() - t0, chunk) for chunk in chunks if chunk]
+
+
+def via_requests(url: str) -> Timed:
+    with requests.Session() as session:
+        t0 = time.perf_counter()
+        with session.get(url, stream=True) as response:
+            return _timed(response.iter_content(chunk_size=SIZE), t0)
+
+
+def via_requests_any(url: str) -> Timed:
+    """``chunk_size=None``: whatever arrived (an HTTP chunk; a non-chunked body: all of it)."""
+    with requests.Session() as session:
+        t0 = time.perf_counter()
+        with session.get(url, stream=True) as response:
+            return _timed(response.iter_content(chunk_size=None), t0)
+
+
+def via_urlopen(url: str) -> Timed:
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return _timed(iter(lambda: response.read(SIZE), b""), t0)
+
+
+def via_requests_lines(url: str) -> Timed:
+    with requests.Session() as session:
+        t0 = time.perf_counter()
+        with session.get(url, stream=True) as response:
+            return _timed(response.iter_lines(), t0)
+
+
+def via_urllib3_stream(url: str) -> Timed:
+    with urllib3.PoolManager() as pool:
+        t0 = time.perf_counter()
+        response = pool.request("GET", url, preload_content=False)
+        timed = _timed(response.stream(SIZE), t0)
+        response.release_conn()
+        return timed
+
+
+def via_urllib3_read(url: str) -> Timed:
+    with urllib3.PoolManager() as pool:
+        t0 = time.perf_counter()
+        response = pool.request("GET", url, preload_content=False)
+        timed = _timed(iter(lambda: response.read(SIZE), b""), t0)
+        response.release_conn()
+        return timed
+
+
+def _http_client(url: str, read: Callable[[http.client.HTTPResponse], bytes]) -> Timed:
+    host, port = url.split("/")[2].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        t0 = time.perf_counter()
+        conn.request("GET", "/" + url.split("/", 3)[3])
+        response = conn.getresponse()
+        return _timed(iter(lambda: read(response), b""), t0)
+    finally:
+        conn.close()
+
+
+def via_http_client_read(url: str) -> Timed:
+    return _http_client(url, lambda r: r.read(SIZE))
+
+
+def via_http_client_read1(url: str) -> Timed:
+    return _http_client(url, lambda r: r.read1(65536))
+
+
+def via_aiohttp(url: str) -> Timed:
+    async def agent() -> Timed:
+        async with aiohttp.ClientSession() as session:
+            t0 = time.perf_counter()
+            async with session.get(url) as response:
+                return [(time.perf_counter() - t0, c) async for c in response.content.iter_any()]
+
+    return asyncio.run(agent())
+
+
+def via_aiohttp_lines(url: str) -> Timed:
+    async def agent() -> Timed:
+        async with aiohttp.ClientSession() as session:
+            t0 = time.perf_counter()
+            async with session.get(url) as response:
+                return [(time.perf_counter() - t0, line) async for line in response.content]
+
+    return asyncio.run(agent())
+
+
+def via_httpx(url: str) -> Timed:
+    with httpx.Client() as client:
+        t0 = time.perf_counter()
+        with client.stream("GET", url) as response:
+            return _timed(response.iter_raw(), t0)
+
+
+AGENTS = [
+    via_requests,
+    via_urllib3_stream,
+    via_urllib3_read,
+    via_http_client_read,
+    via_http_client_read1,
+    via_urlopen,
+    via_aiohttp,
+    via_httpx,
+]
+PATHS = ["/chunked", "/length"]
+CASES = [
+    *((agent, path) for agent in AGENTS for path in PATHS),
+    (via_requests_any, "/chunked"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("agent", "path"), CASES, ids=[f"{a.__name__.removeprefix('via_')}-{p[1:]}" for a, p in CASES]
+)
+def test_chunks_arrive_as_live_are_recorded_as_they_came_and_replay_in_order(
+    tmp_path: Path, base_url: str, agent: Callable[[str], Timed], path: str
+) -> None:
+    url = base_url + path + "?" + agent.__name__
+    recorded_at = tmp_path / "recorded.cassette"
+    live, recorded = agent(url), _recorded(agent, url, recorded_at)
+    if recorded[0][0] >= live[0][0] + FIRST_BYTE_SLACK:  # a stall on a shared machine? again
+        live = min(live, agent(url))
+        recorded = min(recorded, _recorded(agent, url, recorded_at))
+    chunks = [chunk for _, chunk in live]
+    assert b"".join(chunks) == b"".join(CHUNKS)
+    # As they arrive: the first a gap before the second, and the agent gets it as early.
+    assert [chunk for _, chunk in recorded] == chunks
+    assert recorded[0][0] < live[0][0] + FIRST_BYTE_SLACK, (live[0][0], recorded[0][0])
+    assert recorded[1][0] - recorded[0][0] > GAP / 2 and live[1][0] - live[0][0] > GAP / 2
+    (event,) = [e for e in read_cassette(recorded_at).events if isinstance(e, HttpEvent)]
+    assert event.response is not None and event.response.complete
+    assert event.response.chunks == chunks  # recorded as the chunks that arrived
+    with playback(recorded_at):
+        replayed = agent(url)
+    assert [chunk for _, chunk in replayed] == chunks  # one by one, in order
+
+
+def _recorded(agent: Callable[[str], Timed], url: str, path: Path) -> Timed:
+    with record(path, overwrite=True):
+        return agent(url)
+
+
+@pytest.mark.parametrize(
+    "agent", [via_requests_lines, via_aiohttp_lines], ids=["requests", "aiohttp"]
+)
+def test_lines_of_a_stream_replay_as_they_were_read(
+    tmp_path: Path, base_url: str, agent: Callable[[str], Timed]
+) -> None:
+    url = base_url + "/chunked"
+    with record(tmp_path / "lines.cassette"):
+        live = [line for _, line in agent(url)]
+    (event,) = [
+        e for e in read_cassette(tmp_path / "lines.cassette").events if isinstance(e, HttpEvent)
+    ]
+    assert event.response is not None and event.response.chunks == CHUNKS  # as sent
+    with playback(tmp_path / "lines.cassette"):
+        assert [line for _, line in agent(url)] == live
+    assert [line.strip() for line in live if line.strip()] == [c.strip() for c in CHUNKS]
+
+
+class _Shapes(http.server.BaseHTTPRequestHandler):
+    """Bodies of other shapes: gzipped, cut short, none (HEAD, 204)."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    connections = 0
+
+    def setup(self) -> None:
+        super().setup()
+        _Shapes.connections += 1
+
+    def do_GET(self) -> None:
+        if self.path == "/gzip":
+            body = gzip.compress(b'{"zipped": true}', mtime=0)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/cut":
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"first part")
+            self.wfile.flush()
+            self.close_connection = True
+        elif self.path == "/empty":
+            self.send_response(204)
+            self.end_headers()
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "1234")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def shapes() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Shapes)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _events(path: Path) -> list[HttpEvent]:
+    return [e for e in read_cassette(path).events if isinstance(e, HttpEvent)]
+
+
+def test_a_gzipped_body_is_recorded_as_sent_and_decoded_by_the_client_again(
+    cassette_path: Path, shapes: str
+) -> None:
+    def agent() -> list[object]:
+        with urllib3.PoolManager() as pool:
+            raw = pool.request("GET", shapes + "/gzip", decode_content=False).data
+            decoded = pool.request("GET", shapes + "/gzip").json()
+        return [gzip.decompress(raw), decoded, requests.get(shapes + "/gzip").json()]
+
+    with record(cassette_path):
+        live = agent()
+    assert live == [b'{"zipped": true}', {"zipped": True}, {"zipped": True}]
+    for event in _events(cassette_path):  # the bytes as sent, under their own headers
+        assert event.response is not None and ("content-encoding", "gzip") in event.response.headers
+        assert gzip.decompress(b"".join(event.response.chunks)) == b'{"zipped": true}'
+    with playback(cassette_path):
+        assert agent() == live
+
+
+def test_a_cut_body_and_bodiless_responses_replay_as_they_were(
+    cassette_path: Path, shapes: str
+) -> None:
+    def agent() -> list[object]:
+        seen: list[object] = []
+        with requests.Session() as session:
+            try:
+                session.get(shapes + "/cut")
+            except requests.exceptions.ChunkedEncodingError as exc:
+                seen.append(type(exc).__name__)
+            head = session.head(shapes + "/")
+            seen += [head.status_code, head.headers["Content-Length"], head.content]
+            empty = session.get(shapes + "/empty")
+            seen += [empty.status_code, empty.content, session.get(shapes + "/").text]
+        host, port = shapes.split("/")[2].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request("GET", "/cut")
+        response = conn.getresponse()
+        try:
+            response.read()
+        except http.client.IncompleteRead as exc:
+            seen += [type(exc).__name__, exc.partial]
+        conn.close()
+        return seen
+
+    with record(cassette_path):
+        live = agent()
+    assert live == ["ChunkedEncodingError", 200, "1234", b"", 204, b"", "ok", *live[7:]]
+    assert live[7:] == ["IncompleteRead", b"first part"]
+    events = _events(cassette_path)
+    cut = events[0].response
+    assert cut is not None and cut.chunks == [b"first part"] and not cut.complete
+    assert events[0].error is not None and events[-1].error is not None
+    assert all(e.response is not None and e.response.complete for e in events[1:4])
+    with playback(cassette_path):
+        assert agent() == live
+
+
+def test_one_connection_serves_many_exchanges_recorded_and_replayed(
+    cassette_path: Path, shapes: str
+) -> None:
+    host, port = shapes.split("/")[2].split(":")
+
+    def agent() -> list[bytes]:
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        out = []
+        for _ in range(3):
+            conn.request("GET", "/")
+            out.append(conn.getresponse().read())
+        conn.close()
+        with requests.Session() as session:
+            out += [session.get(shapes + "/").content for _ in range(3)]
+        return out
+
+    opened = _Shapes.connections
+    with record(cassette_path):
+        assert agent() == [b"ok"] * 6
+    assert len(_events(cassette_path)) == 6
+    assert _Shapes.connections - opened == 2  # one per client, kept alive
+    with playback(cassette_path):
+        assert agent() == [b"ok"] * 6
+    assert _Shapes.connections - opened == 2
+
+
+def test_local_answers_through_requests(tmp_path: Path, shapes: str) -> None:
+    """A sandbox refusal, a frozen LLM, an injected fault and ignored hosts, never sent."""
+    first, frozen = tmp_path / "first.cassette", tmp_path / "frozen.cassette"
+    with record(first):
+        live = requests.get(shapes + "/").text
+    with record(tmp_path / "sandbox.cassette", allowed_hosts=["llm.internal"]):
+        with pytest.raises(SandboxViolation):
+            requests.get(shapes + "/")
+    (refused,) = _events(tmp_path / "sandbox.cassette")
+    assert refused.error is not None and refused.error.type.endswith("SandboxViolation")
+    with record(frozen, source=playback(first)):
+        assert requests.get(shapes + "/").text == live
+    (again,) = _events(frozen)
+    assert again.response is not None and again.response.chunks == [b"ok"]
+    fault = HttpResponse(status=503, headers=[("content-type", "text/plain")], chunks=[b"no"])
+    with record(tmp_path / "fault.cassette", interpose=lambda request: fault):
+        response = requests.get(shapes + "/")
+        assert (response.status_code, response.text) == (503, "no")
+    local = HttpResponse(status=200, headers=[], chunks=[b"{}"])
+    with record(tmp_path / "ignored.cassette") as rec:
+        rec.ignored = lambda url: True  # type: ignore[method-assign]
+        assert requests.get(shapes + "/").text == "ok"  # live, not recorded
+        rec.ignored = lambda url: local  # type: ignore[method-assign]
+        assert requests.get(shapes + "/").text == "{}"
+    assert _events(tmp_path / "ignored.cassette") == []
+    with playback(first) as player:
+        player.ignored = lambda url: local  # type: ignore[method-assign]
+        assert requests.get(shapes + "/nowhere").text == "{}"
+    assert player.misses == []
+
+
+def test_a_recorded_response_is_freed_when_dropped_and_a_dropped_body_keeps_what_came(
+    cassette_path: Path, base_url: str
+) -> None:
+    # The tee holds responses weakly: no cycle left for the garbage collector, whose
+    # finalizers may run anywhere (even where the recording holds its lock).
+    gc.disable()
+    try:
+        with record(cassette_path), urllib3.PoolManager() as pool:
+            whole = pool.request("GET", base_url + "/chunked", preload_content=False)
+            assert whole.read() == b"".join(CHUNKS)
+            freed = weakref.ref(whole)
+            del whole
+            assert freed() is None
+            dropped = pool.request("GET", base_url + "/chunked", preload_content=False)
+            assert next(dropped.stream()) == CHUNKS[0]
+            gone = weakref.ref(dropped)
+            del dropped  # mid-body, never closed: its finalizer closes it
+            assert gone() is None
+            assert len(_events(cassette_path)) == 1  # the dropped one: at the end
+    finally:
+        gc.enable()
+    cassette = read_cassette(cassette_path)
+    first, second = (e for e in cassette.events if isinstance(e, HttpEvent))
+    assert first.response is not None and first.response.complete
+    assert second.response is not None and not second.response.complete
+    assert second.response.chunks == [CHUNKS[0]]
+    assert any(
+        "neither read to its end nor closed" in getattr(e, "message", "") for e in cassette.events
+    )
