@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from recorder import ConfigError, __version__, patched, read_header
 
+from . import graders
 from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
 from ._case import Case, load_case
 from ._executors import Backend, backend
@@ -27,7 +28,6 @@ from ._modes import Mode, load_callable
 from ._store import Store
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
 from ._world import load_fixture
-from . import graders
 from .graders import Judge
 
 
