@@ -82,8 +82,7 @@ async def _intercept(req: aiohttp.ClientRequest, handler: Handler) -> aiohttp.Cl
     if session is None:
         return await handler(req)
     url = str(req.url)
-    ignored = getattr(session, "ignored", None)
-    verdict = ignored(url) if ignored is not None else False
+    verdict = session.ignored(url)
     if isinstance(verdict, HttpResponse):  # an ignored host answered here, not recorded
         return _response(req, verdict.status, verdict.headers, verdict.chunks, None)
     if verdict:  # an ignored host: live, not recorded

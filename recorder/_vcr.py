@@ -52,6 +52,7 @@ from vcr.patch import CassettePatcherBuilder
 from . import _stubs
 from ._playback import Playback
 from ._recording import Recording
+from ._schema import HttpResponse
 from ._session import current_session
 from ._stubs import VIA
 
@@ -69,6 +70,7 @@ class _Bridge:
 
     def __init__(self) -> None:
         self._started: dict[int, float] = {}
+        self._ignored: dict[int, HttpResponse | bool] = {}
 
     _request = staticmethod(_stubs.request_of)
 
@@ -76,6 +78,10 @@ class _Bridge:
         session = current_session()
         if session is None:
             return False
+        verdict = session.ignored(vcr_request.uri)
+        if verdict is not False:  # kept for play_response, filter_request and append
+            self._ignored[id(vcr_request)] = verdict
+            return isinstance(verdict, HttpResponse)
         if isinstance(session, Playback):
             return True  # play_response answers or raises: a miss never reaches the network
         # Called by the stub just before it sends: the start of the exchange.
@@ -89,9 +95,13 @@ class _Bridge:
         return isinstance(session, Playback)
 
     def filter_request(self, vcr_request: Any) -> Any:
-        return vcr_request
+        # A falsy answer lets a write-protected cassette (playback) send it: an ignored host.
+        return None if self._ignored.get(id(vcr_request)) is True else vcr_request
 
     def play_response(self, vcr_request: Any) -> dict[str, Any]:
+        local = self._ignored.pop(id(vcr_request), None)
+        if isinstance(local, HttpResponse):  # an ignored host, answered here: not recorded
+            return _vcr_response(local.status, local.headers, local.chunks)
         session = current_session()
         player = session.source if isinstance(session, Recording) else session
         assert isinstance(player, Playback)
@@ -109,11 +119,15 @@ class _Bridge:
         return _vcr_response(recorded.status, recorded.headers, recorded.chunks)
 
     def append(self, vcr_request: Any, response: dict[str, Any]) -> None:
+        if self._ignored.pop(id(vcr_request), None) is not None:
+            return  # an ignored host went out live: not recorded
         session = current_session()
         if not isinstance(session, Recording):
             return
         t0 = self._started.pop(id(vcr_request), session.now())
-        headers = [(k, v) for k, values in response["headers"].items() for v in values]
+        by_name = response["headers"]  # a dict of lists; tornado's stub: (name, list) pairs
+        pairs = by_name.items() if isinstance(by_name, dict) else by_name
+        headers = [(k.lower(), v) for k, values in pairs for v in values]
         body = response["body"]["string"]
         if not _encoded_as_declared(headers, body):
             # The client decoded the body but the headers still name its encoding: record

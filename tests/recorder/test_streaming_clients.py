@@ -440,3 +440,38 @@ def test_a_recorded_response_is_freed_when_dropped_and_a_dropped_body_keeps_what
     assert any(
         "neither read to its end nor closed" in getattr(e, "message", "") for e in cassette.events
     )
+
+
+def test_vcrpys_other_stubs_honour_ignored_hosts(tmp_path: Path, shapes: str) -> None:
+    """The bridge vcrpy's remaining stubs (tornado's) call asks the session about hosts too."""
+    httpclient = pytest.importorskip("tornado.httpclient")
+
+    def fetch(url: str) -> tuple[int, bytes]:
+        async def go() -> tuple[int, bytes]:
+            client = httpclient.AsyncHTTPClient(force_instance=True)
+            try:
+                response = await client.fetch(url, raise_error=False)
+            finally:
+                client.close()
+            return response.code, response.body
+
+        return asyncio.run(go())
+
+    local = HttpResponse(status=202, headers=[("content-type", "text/plain")], chunks=[b"here"])
+    path = tmp_path / "tornado.cassette"
+    with record(path) as rec:
+        rec.ignored = lambda url: True  # type: ignore[method-assign]
+        assert fetch(shapes + "/") == (200, b"ok")
+        rec.ignored = lambda url: local  # type: ignore[method-assign]
+        assert fetch(shapes + "/") == (202, b"here")
+        rec.ignored = lambda url: False  # type: ignore[method-assign]
+        assert fetch(shapes + "/") == (200, b"ok")
+    (event,) = _events(path)  # only the last, not ignored
+    assert event.response is not None and event.response.chunks == [b"ok"]
+    with playback(path) as player:
+        assert fetch(shapes + "/") == (200, b"ok")  # from the cassette
+        player.ignored = lambda url: True  # type: ignore[method-assign]
+        assert fetch(shapes + "/elsewhere") == (200, b"ok")  # live: an ignored host
+        player.ignored = lambda url: local  # type: ignore[method-assign]
+        assert fetch(shapes + "/nowhere") == (202, b"here")
+    assert player.misses == []
