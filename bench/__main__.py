@@ -4,9 +4,9 @@ Full run: 10,000-call cassettes and recordings filled to 10,000 requests
 (a few minutes, most of it vcrpy), world resets at fixtures up to 1 GB and
 state diffs of tables up to 1M rows (DeepDiff stopped after 60 s).
 ``--quick``: 1,000 calls, a 10 MB fixture, a 10,000-row table, 320
-trials per executor, 5 tau2 tasks, fewer repetitions and fill levels: a
-smoke check in about a minute. Ray, Dask and the tau2-bench gold pass run
-when they are installed.
+trials per executor, 5 tau2 tasks, 200 requests per HTTP client, fewer
+repetitions and fill levels: a smoke check in about a minute. Ray, Dask and
+the tau2-bench gold pass run when they are installed.
 Everything is written to a temporary directory.
 """
 
@@ -19,7 +19,15 @@ import sqlite3
 import time
 from importlib.metadata import version
 
-from . import cassette_open, executors, record_overhead, state_diff, tau2_gold, world_reset
+from . import (
+    cassette_open,
+    executors,
+    record_clients,
+    record_overhead,
+    state_diff,
+    tau2_gold,
+    world_reset,
+)
 from ._report import ms, secs
 
 
@@ -47,6 +55,9 @@ def main(argv: list[str] | None = None) -> None:
     print()
     overhead = record_overhead.run(quick=args.quick)
     print(record_overhead.report(overhead), flush=True)
+    print()
+    clients = record_clients.run(quick=args.quick)
+    print(record_clients.report(clients), flush=True)
     print()
     reset = world_reset.run(quick=args.quick)
     print(world_reset.report(reset), flush=True)
@@ -76,6 +87,12 @@ def main(argv: list[str] | None = None) -> None:
             "record overhead <= 0.2 ms per request, at every fill level",
             f"worst {ms(worst)}",
             overhead.ok,
+        ),
+        (
+            "record overhead <= 0.2 ms per request, per client "
+            f"({', '.join(c.name for c in clients.clients)})",
+            f"worst {clients.worst.name} {ms(clients.worst.overhead)}",
+            clients.ok,
         ),
         (
             "world reset <= 1 ms, at every fixture size "
