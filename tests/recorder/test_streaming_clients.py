@@ -21,7 +21,15 @@ import pytest
 import requests
 import urllib3
 
-from recorder import HttpEvent, HttpResponse, SandboxViolation, playback, read_cassette, record
+from recorder import (
+    HttpEvent,
+    HttpResponse,
+    SandboxViolation,
+    playback,
+    read_cassette,
+    record,
+    unrecorded,
+)
 
 CHUNKS = [f"data: chunk {n:02}\n\n".encode() for n in range(5)]
 SIZE = len(CHUNKS[0])  # all the same size: read(SIZE) gets one chunk as it arrives
@@ -475,3 +483,52 @@ def test_vcrpys_other_stubs_honour_ignored_hosts(tmp_path: Path, shapes: str) ->
         player.ignored = lambda url: local  # type: ignore[method-assign]
         assert fetch(shapes + "/nowhere") == (202, b"here")
     assert player.misses == []
+
+
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """A forwarding HTTP proxy (absolute-form requests), streaming what it gets as it gets it."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def do_GET(self) -> None:
+        with unrecorded():  # the proxy's own client is not the agent's
+            target = urllib3.util.parse_url(self.path)
+            upstream = http.client.HTTPConnection(target.host or "", target.port, timeout=10)
+            upstream.request("GET", target.request_uri)
+            response = upstream.getresponse()
+            self.send_response(response.status)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            while chunk := response.read1(65536):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            upstream.close()
+
+    def log_message(self, *args: object) -> None:
+        """Quiet."""
+
+
+def test_a_stream_through_a_proxy(cassette_path: Path, base_url: str) -> None:
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
+    proxy.daemon_threads = True
+    threading.Thread(target=proxy.serve_forever, args=(0.02,), daemon=True).start()
+    proxies = {"http": f"http://127.0.0.1:{proxy.server_address[1]}"}
+
+    def agent() -> list[bytes]:
+        with requests.get(base_url + "/chunked", proxies=proxies, stream=True) as response:
+            return list(response.iter_content(chunk_size=None))
+
+    try:
+        with record(cassette_path):
+            live = agent()
+        with playback(cassette_path):
+            assert agent() == live
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert live == CHUNKS
+    (event,) = _events(cassette_path)
+    assert event.request.url == base_url + "/chunked"
+    assert event.response is not None and event.response.chunks == CHUNKS
