@@ -93,7 +93,7 @@ class Turns:
     def begin(self, name: str) -> Turn:
         """Start a sync call: wait for the turn, or run inside a suspended holder's."""
         turn = Turn(name, threading.get_ident())
-        woken = threading.Event()
+        woken: threading.Event | None = None
         with self._mutex:
             holder = self._holder
             if holder is None:
@@ -103,13 +103,14 @@ class Turns:
                 # suspended on this thread's loop. Waiting would stop the loop it needs.
                 turn.inside = holder
             else:
+                woken = threading.Event()
                 self._waiters.append((turn, woken.set, True))
         if turn.inside is not None:
             changes, notes = self._safe_take()
             turn.inside.pieces.append(changes)
             self._aside({}, notes)
             return turn
-        if self._holder is not turn and not woken.wait(self._wait):
+        if woken is not None and not woken.wait(self._wait):
             self._give_up(turn)
         if not turn.free:
             self._aside(*self._safe_take())
@@ -156,7 +157,7 @@ class Turns:
                 return changes, notes
             if turn.pieces:
                 changes = net_delta([*turn.pieces, changes])
-            mine = _keys(changes)
+            mine = _keys(changes) if turn.insiders else set()
             for name, theirs in turn.insiders:
                 if mine & _keys(theirs):
                     notes.append(

@@ -111,7 +111,7 @@ class Environment:
     api_key: str = "sk-replay"
     user: UserChannel | None = None
     """Multi-turn cases: ``user.say(text)`` returns the user's answer (None: it has ended)."""
-    functions: list[Callable[..., Any]] = field(default_factory=list)
+    functions: Sequence[Callable[..., Any]] = field(default_factory=list)
 
 
 Agent = Callable[[str, Environment], "str | Awaitable[str]"]
@@ -197,6 +197,34 @@ def as_function(
     function.__doc__ = getattr(target, "__doc__", None) or original.description  # as written
     function.__module__ = getattr(target, "__module__", __name__)
     return call_async if function is call_async else call
+
+
+class _Functions(Sequence[Callable[..., Any]]):
+    """``env.functions``, built on first use.
+
+    Most agents never ask, and each costs a signature read (its annotations
+    evaluated) per tool per trial.
+    """
+
+    def __init__(
+        self, tools: Sequence[Tool[..., Any]], call_tool: Callable[[str, Mapping[str, Any]], Any]
+    ) -> None:
+        self._tools, self._call_tool = tools, call_tool
+        self._built: list[Callable[..., Any]] | None = None
+
+    def _all(self) -> list[Callable[..., Any]]:
+        if self._built is None:
+            self._built = [as_function(t, self._call_tool) for t in self._tools]
+        return self._built
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return repr(self._all())
 
 
 def _dispatcher(
@@ -346,7 +374,7 @@ def sandbox_steps(
         model,
         dict(settings or {}),
         user=user,
-        functions=[as_function(t, dispatch) for t in live_tools],
+        functions=_Functions(live_tools, dispatch),
     )
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
@@ -410,7 +438,7 @@ def offline_steps(
         model,
         dict(settings or {}),
         user=user,
-        functions=[as_function(t, dispatch) for t in originals],
+        functions=_Functions(originals, dispatch),
     )
     source = Playback(recorded) if llm == "frozen" else None
     if source is not None:
