@@ -138,13 +138,15 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
     api = api_of(event.request.url)
     if api is None or event.request.method != "POST":
         return None
-    if api != "openai" and _MODEL.search(event.request.body) is None:
-        return None  # ".../responses" and ".../messages" are common REST paths: need a model
+    # The model, found once: it is all request=False reads, and ".../responses" and
+    # ".../messages" are common REST paths, LLM calls only when they name a model.
+    found = _MODEL.search(event.request.body) if api != "openai" or not request else None
+    if api != "openai" and found is None:
+        return None
     try:
         if request:
             call = _parse_request(api, json.loads(event.request.body or b"{}"))
         else:
-            found = _MODEL.search(event.request.body)
             model = found.group(1).decode("utf-8", "replace") if found else None
             call = LlmCall(
                 api, model, None, [], [], {}, stream=b'"stream":true' in event.request.body

@@ -199,6 +199,33 @@ def as_function(
     return call_async if function is call_async else call
 
 
+def _environment(
+    tools: Sequence[Tool[..., Any]],
+    dispatch: Callable[[str, Mapping[str, Any]], Any],
+    faults: FaultInjector | None,
+    llm_base_url: str,
+    model: str | None,
+    settings: Mapping[str, Any] | None,
+    user: UserChannel | None,
+) -> Environment:
+    """The agent's environment, alike in sandbox and offline.
+
+    ``tools``' schemas, ``dispatch`` (faults injected) to call them, the same
+    as functions, and the LLM endpoint and settings.
+    """
+    if faults is not None:
+        dispatch = faults.wrap(dispatch)
+    return Environment(
+        [t.openai_schema() for t in tools],
+        dispatch,
+        llm_base_url,
+        model,
+        dict(settings or {}),
+        user=user,
+        functions=_Functions(tools, dispatch),
+    )
+
+
 class _Functions(Sequence[Callable[..., Any]]):
     """``env.functions``, built on first use.
 
@@ -364,17 +391,8 @@ def sandbox_steps(
     source = Playback(frozen) if frozen is not None else None
     if frozen is not None:
         llm_base_url = recorded_base_url(frozen) or llm_base_url
-    dispatch = _dispatcher(live_tools)
-    if faults is not None:
-        dispatch = faults.wrap(dispatch)
-    env = Environment(
-        [t.openai_schema() for t in live_tools],
-        dispatch,
-        llm_base_url,
-        model,
-        dict(settings or {}),
-        user=user,
-        functions=_Functions(live_tools, dispatch),
+    env = _environment(
+        live_tools, _dispatcher(live_tools), faults, llm_base_url, model, settings, user
     )
     host = urlsplit(llm_base_url).hostname or ""
     with hidden_secrets(allow_env):
@@ -425,21 +443,9 @@ def offline_steps(
     started = time.perf_counter()
     world = _world_for(case, world)
     originals = list(tools(world.conn))  # for their schemas and effects only: nothing runs
-    specs = [t.openai_schema() for t in originals]
     player = ToolPlayer(recorded)
-    replayed = {t.name: _replayed_tool(t, player, world) for t in originals}
-    dispatch = _dispatcher(replayed)
-    if faults is not None:
-        dispatch = faults.wrap(dispatch)
-    env = Environment(
-        specs,
-        dispatch,
-        llm_base_url,
-        model,
-        dict(settings or {}),
-        user=user,
-        functions=_Functions(originals, dispatch),
-    )
+    replayed = _dispatcher({t.name: _replayed_tool(t, player, world) for t in originals})
+    env = _environment(originals, replayed, faults, llm_base_url, model, settings, user)
     source = Playback(recorded) if llm == "frozen" else None
     if source is not None:
         env.llm_base_url = recorded_base_url(recorded) or llm_base_url
