@@ -9,8 +9,16 @@ execute(spec, Store())
 print(build_report(Store(), "nightly").suite.pass_hat)
 ```
 
+Every ``replay`` command is a thin layer over a function here: ``gate``
+(``replay gate``), ``promote``, ``diff_cassettes`` / ``diff_runs``
+(``replay diff``), ``suite_health`` and ``graduate``, ``check_case``
+(``replay check-cases``), ``import_tau_bench_trajectories`` and
+``import_tau2`` (``replay import``), ``build_report`` / ``run_html``
+(``replay report``); ``ExitCode`` says what the commands' exit statuses mean.
+
 Graders live in the public subpackage ``replay.graders``; the stub LLM in
-``replay.stub_llm``. Every other module is private.
+``replay.stub_llm``; tau2-bench tools in ``replay.tau2``. Every other module
+is private.
 """
 
 import importlib as _importlib
@@ -18,7 +26,15 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from ._case import Case, Scoring, Suite, ToolCallSpec, load_case
+    from ._check import check_case
+    from ._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
     from ._diff import RowUpdate, StateDiff, TableDiff, value_diff
+    from ._exit import ExitCode
+    from ._gate import GateResult, Thresholds, gate, write_junit
+    from ._health import HealthFlag, graduate, suite_health
+    from ._html import cassette_html, run_html
+    from ._import_tau2 import Tau2Import, import_tau2
+    from ._import_taubench import TauBenchImport, import_tau_bench_trajectories
     from ._metrics import (
         CaseCounts,
         CaseMetrics,
@@ -30,6 +46,7 @@ if _typing.TYPE_CHECKING:
         two_proportion_test,
     )
     from ._modes import Environment, TrialResult, load_callable, offline, review, sandbox
+    from ._promote import Promoted, promote
     from ._report import CaseReport, RunReport, build_report, report_json
     from ._runner import RunSpec, execute
     from ._store import Store
@@ -39,11 +56,18 @@ if _typing.TYPE_CHECKING:
 # `replay --help` do not pay for pydantic, deepdiff and sqlite-utils.
 _EXPORTS = {
     "Case": "._case",
+    "CaseChange": "._compare",
     "CaseCounts": "._metrics",
     "CaseMetrics": "._metrics",
     "CaseReport": "._report",
+    "CassetteDiff": "._compare",
+    "Divergence": "._compare",
     "Environment": "._modes",
+    "ExitCode": "._exit",
     "Fixture": "._world",
+    "GateResult": "._gate",
+    "HealthFlag": "._health",
+    "Promoted": "._promote",
     "RowUpdate": "._diff",
     "RunReport": "._report",
     "RunSpec": "._runner",
@@ -53,24 +77,39 @@ _EXPORTS = {
     "Suite": "._case",
     "SuiteMetrics": "._metrics",
     "TableDiff": "._diff",
+    "Tau2Import": "._import_tau2",
+    "TauBenchImport": "._import_taubench",
+    "Thresholds": "._gate",
     "ToolCallSpec": "._case",
     "TrialConnection": "._world",
     "TrialResult": "._modes",
     "World": "._world",
     "build_report": "._report",
     "case_metrics": "._metrics",
+    "cassette_html": "._html",
+    "check_case": "._check",
+    "diff_cassettes": "._compare",
+    "diff_runs": "._compare",
     "execute": "._runner",
+    "gate": "._gate",
+    "graduate": "._health",
+    "import_tau2": "._import_tau2",
+    "import_tau_bench_trajectories": "._import_taubench",
     "load_callable": "._modes",
     "load_case": "._case",
     "offline": "._modes",
     "pass_at_k": "._metrics",
     "pass_hat_k": "._metrics",
+    "promote": "._promote",
     "report_json": "._report",
     "review": "._modes",
+    "run_html": "._html",
     "sandbox": "._modes",
+    "suite_health": "._health",
     "suite_metrics": "._metrics",
     "two_proportion_test": "._metrics",
     "value_diff": "._diff",
+    "write_junit": "._gate",
 }
 
 
@@ -88,11 +127,18 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Case",
+    "CaseChange",
     "CaseCounts",
     "CaseMetrics",
     "CaseReport",
+    "CassetteDiff",
+    "Divergence",
     "Environment",
+    "ExitCode",
     "Fixture",
+    "GateResult",
+    "HealthFlag",
+    "Promoted",
     "RowUpdate",
     "RunReport",
     "RunSpec",
@@ -102,22 +148,37 @@ __all__ = [
     "Suite",
     "SuiteMetrics",
     "TableDiff",
+    "Tau2Import",
+    "TauBenchImport",
+    "Thresholds",
     "ToolCallSpec",
     "TrialConnection",
     "TrialResult",
     "World",
     "build_report",
     "case_metrics",
+    "cassette_html",
+    "check_case",
+    "diff_cassettes",
+    "diff_runs",
     "execute",
+    "gate",
+    "graduate",
+    "import_tau2",
+    "import_tau_bench_trajectories",
     "load_callable",
     "load_case",
     "offline",
     "pass_at_k",
     "pass_hat_k",
+    "promote",
     "report_json",
     "review",
+    "run_html",
     "sandbox",
+    "suite_health",
     "suite_metrics",
     "two_proportion_test",
     "value_diff",
+    "write_junit",
 ]

@@ -15,10 +15,21 @@ from ._modes import Environment, ToolFactory, TrialResult, sandbox
 def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
     """Run the case's reference solution in sandbox mode with no LLM and grade it.
 
-    A call that raises is recorded and the solution goes on (a lookup that
-    finds nothing can be part of it).
+    Each reference call goes through ``tools`` on a fresh world; a call that
+    raises is recorded and the solution goes on (a lookup that finds nothing
+    can be part of it); ``reference_answer`` is the final answer. Every
+    grader must pass the result (``replay check-cases``): one that does not
+    says the case or its graders are wrong. No fault is injected.
 
-    Returns None when the case has no reference solution.
+    Args:
+        case: The case (``load_case``).
+        tools: The tool factory, taking the world's connection (``load_callable``).
+
+    Returns:
+        The graded trial, or None when the case has no reference solution.
+
+    Raises:
+        FixtureError: The case's starting world cannot be built.
     """
     if not case.reference_solution:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ GRADUATION_RUNS = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Flag:
-    """One finding, with its evidence."""
+class HealthFlag:
+    """One finding of ``suite_health``, with its evidence."""
 
     kind: str
     """never-passes, saturated or graduate."""
@@ -32,20 +33,31 @@ class Flag:
 
 def suite_health(
     store: Store,
-    runs: list[str] | None = None,
+    runs: Sequence[str] | None = None,
     *,
     min_trials: int = MIN_TRIALS,
     saturated: float = SATURATED,
-) -> list[Flag]:
-    """Read the runs (default: all, oldest first) and flag what needs a person."""
-    names = runs or store.runs()
+) -> list[HealthFlag]:
+    """Read the runs (default: all, oldest first) and flag what needs a person.
+
+    Case by case (sorted by id): a case none of whose ``min_trials`` or more
+    graded trials passed (``never-passes``: the task or its grader is
+    probably broken), a capability case whose every trial passed over its
+    last three runs (``graduate``); then a capability suite passing at least
+    ``saturated`` of its graded trials (``saturated``). ``replay
+    suite-health`` prints them.
+
+    Raises:
+        ConfigError: A named run is not in the store.
+    """
+    names = list(runs or store.runs())
     rows: list[dict[str, Any]] = []
     for order, name in enumerate(names):
         if store.run(name) is None:
             raise ConfigError(f"no run {name!r} in {store.path}")
         rows += [{**t, "order": order} for t in store.trials(name)]
     graded = [r for r in rows if r["verdict"] in ("pass", "fail")]
-    flags: list[Flag] = []
+    flags: list[HealthFlag] = []
     by_case: dict[str, list[dict[str, Any]]] = {}
     for row in graded:
         by_case.setdefault(row["case_id"], []).append(row)
@@ -54,7 +66,7 @@ def suite_health(
         if passes == 0 and len(trials) >= min_trials:
             in_runs = ", ".join(dict.fromkeys(names[t["order"]] for t in trials))
             flags.append(
-                Flag(
+                HealthFlag(
                     "never-passes",
                     case_id,
                     f"0 of {len(trials)} trials passed (runs {in_runs}): the task or "
@@ -70,7 +82,7 @@ def suite_health(
                 and all(t["verdict"] == "pass" for t in last)
             ):
                 flags.append(
-                    Flag(
+                    HealthFlag(
                         "graduate",
                         case_id,
                         f"pass^3 = 1: {len(last)} of {len(last)} trials passed over the "
@@ -82,7 +94,7 @@ def suite_health(
         rate = sum(r["verdict"] == "pass" for r in capability) / len(capability)
         if rate >= saturated:
             flags.append(
-                Flag(
+                HealthFlag(
                     "saturated",
                     "capability",
                     f"{rate:.1%} of {len(capability)} capability trials passed "
@@ -95,7 +107,7 @@ def suite_health(
 _SUITE = re.compile(r"^suite:\s*capability\s*$", re.MULTILINE)
 
 
-def graduate(case_path: Path) -> Path:
+def graduate(case_path: str | Path) -> Path:
     """Move a capability case into the regression suite; return its (new) path.
 
     The ``suite:`` line is rewritten in place (comments kept). A case in a
@@ -104,7 +116,9 @@ def graduate(case_path: Path) -> Path:
 
     Raises:
         CaseFileError: The case is not in the capability suite.
+        FileNotFoundError: There is no file at ``case_path``.
     """
+    case_path = Path(case_path)
     text = case_path.read_text(encoding="utf-8")
     if not _SUITE.search(text):
         raise CaseFileError(

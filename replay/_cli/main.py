@@ -1,17 +1,19 @@
-"""The ``replay`` command: a click group, exit codes, and the one place errors become lines.
+"""The ``replay`` command: a click group, and the one place errors become lines.
 
-Every ``ReplayError`` becomes ``error: <message>`` on stderr and exit code 2;
-anything else is a bug and keeps its traceback.
+Every ``ReplayError`` (and a bad option value) becomes ``error: <message>``
+on stderr and ``ExitCode.BAD_INPUT``; anything else is a bug and keeps its
+traceback. Each command parses its options, calls one public function of
+``replay`` and renders what it returns.
 """
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Any
 
 import click
 
 from recorder import ReplayError, __version__
+from replay import ExitCode
 
 from . import (
     check_cases,
@@ -27,16 +29,6 @@ from . import (
     show,
     stub_llm,
 )
-
-
-class ExitCode(IntEnum):
-    """Exit codes of every ``replay`` command."""
-
-    OK = 0
-    FAILED = 1
-    """The command ran and its check did not hold (e.g. a gate)."""
-    BAD_INPUT = 2
-    """Bad input: a missing, corrupt or unsupported file, a bad option."""
 
 
 class _Group(click.Group):

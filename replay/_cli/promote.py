@@ -1,4 +1,4 @@
-"""``replay promote CASSETTE``: an incident becomes a regression case."""
+"""``replay promote CASSETTE``: an incident becomes a regression case (``replay.promote``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._promote import promote
+from replay import promote
 
 
 @click.command("promote")

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .._html import run_html
-from .._report import build_report, report_json
-from .._store import DEFAULT_PATH, Store
+from replay import Store, build_report, report_json, run_html
+
+from .._store import DEFAULT_PATH
 
 
 @click.command()

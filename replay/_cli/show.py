@@ -20,8 +20,8 @@ from recorder import (
     WarningEvent,
     read_cassette,
 )
+from replay import cassette_html
 
-from .._html import cassette_html
 from .._transcript import (
     Step,
     delta_lines,
