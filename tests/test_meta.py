@@ -1,33 +1,17 @@
-"""Packaging promises: the public API, the layering, the committed schema."""
+"""Packaging promises: the layering, the committed schema, one set of exit codes.
+
+The public API itself is pinned name by name in tests/test_exported_members.py.
+"""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
-from types import ModuleType
 
-import pytest
-
-import recorder
-import replay
 from recorder._schema import schema_text
-from replay import graders
+from replay import ExitCode
 from tests.helpers import REPO
-
-
-@pytest.mark.parametrize(
-    "module", [recorder, replay, graders], ids=["recorder", "replay", "replay.graders"]
-)
-def test_exported_members_are_complete(module: ModuleType) -> None:
-    exported = module.__all__
-    assert len(exported) == len(set(exported))
-    assert all(hasattr(module, name) for name in exported)
-    public = {
-        n
-        for n, v in vars(module).items()
-        if not n.startswith("_") and not isinstance(v, ModuleType)
-    }
-    assert public - {"annotations"} <= set(exported)
 
 
 def test_recorder_never_imports_replay() -> None:
@@ -48,8 +32,6 @@ def test_committed_json_schema_is_current() -> None:
 
 
 def test_replay_uses_only_the_public_api_of_recorder() -> None:
-    import ast
-
     private = []
     for path in sorted((REPO / "replay").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -65,3 +47,22 @@ def test_replay_uses_only_the_public_api_of_recorder() -> None:
                 f"{path.relative_to(REPO)}: {n}" for n in names if n.startswith("recorder._")
             ]
     assert private == []
+
+
+def test_the_cli_exits_only_through_exit_code() -> None:
+    """No command exits with a bare number: each status means what ``replay.ExitCode`` says."""
+    literal = []
+    for path in sorted((REPO / "replay" / "_cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            code = node.args[0]
+            if name in ("exit", "SystemExit", "Exit") and isinstance(code, ast.Constant):
+                literal.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert literal == []
+
+
+def test_exit_codes_keep_the_numbers_the_readme_documents() -> None:
+    assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("FAILED", 1), ("BAD_INPUT", 2)]

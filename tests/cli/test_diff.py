@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 from examples.shop import agent, make_tools, refund_policy
-from replay._case import load_case
-from replay._modes import sandbox
+from replay import load_case, sandbox
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
 from tests.helpers import REPO, replay
 

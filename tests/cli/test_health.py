@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from replay._case import load_case
-from replay._store import Store
+from replay import Store, load_case
 from tests.helpers import REPO, replay
 
 

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from examples.shop import naive_refund_policy
-from replay._html import run_html
-from replay._store import Store
+from replay import Store, run_html
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from examples.shop import refund_policy
-from replay._store import Store
+from replay import Store
 from replay.stub_llm import ChatRequest, Fail, JudgePolicy, Reply, StubLLM
 from tests.helpers import REPO, replay
 

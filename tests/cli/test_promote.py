@@ -6,8 +6,7 @@ from pathlib import Path
 
 from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import read_cassette
-from replay._case import load_case
-from replay._modes import offline, review, sandbox
+from replay import load_case, offline, review, sandbox
 from replay.graders import Verdict
 from replay.stub_llm import ScriptedPolicy, StubLLM
 from tests.helpers import REPO, replay

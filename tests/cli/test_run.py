@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from examples.shop import refund_policy
-from replay._store import Store
+from replay import Store
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 

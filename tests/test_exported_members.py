@@ -1,0 +1,214 @@
+"""The public API, name by name: what each package exports is exactly what it lists.
+
+Modelled on httpx's tests/test_exported_members.py. Adding or removing a public
+name means changing the literal list here, on purpose.
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType
+
+import pytest
+
+import recorder
+import replay
+from replay import graders
+
+RECORDER = [
+    "DEFAULT_IGNORE_HOSTS",
+    "FORMAT_VERSION",
+    "PLACEHOLDER",
+    "AssertionSyntaxError",
+    "CaseFileError",
+    "Cassette",
+    "CassetteCorrupt",
+    "CassetteError",
+    "CassetteNotFound",
+    "CassetteVersionUnsupported",
+    "ConfigError",
+    "ErrorEvent",
+    "ErrorInfo",
+    "Event",
+    "FixtureError",
+    "FixtureUnsupported",
+    "Footer",
+    "Header",
+    "HttpEvent",
+    "HttpRequest",
+    "HttpResponse",
+    "LlmCall",
+    "LlmToolCall",
+    "Pins",
+    "Playback",
+    "Recording",
+    "Redaction",
+    "ReplayError",
+    "RowChange",
+    "SandboxViolation",
+    "Timings",
+    "Tool",
+    "ToolEvent",
+    "ToolSchemaError",
+    "Usage",
+    "UserEvent",
+    "WarningEvent",
+    "WorldDelta",
+    "__version__",
+    "keep_capture",
+    "llm_call",
+    "net_delta",
+    "patched",
+    "playback",
+    "read_cassette",
+    "read_header",
+    "record",
+    "tool",
+    "tool_schema_hash",
+    "unrecorded",
+    "world_hash",
+    "write_cassette",
+]
+
+REPLAY = [
+    # cases, worlds, state diffs
+    "Case",
+    "Fixture",
+    "RowUpdate",
+    "Scoring",
+    "StateDiff",
+    "Suite",
+    "TableDiff",
+    "ToolCallSpec",
+    "TrialConnection",
+    "World",
+    "load_case",
+    "value_diff",
+    # modes
+    "Environment",
+    "TrialResult",
+    "load_callable",
+    "offline",
+    "review",
+    "sandbox",
+    # runs, the store, metrics, reports
+    "CaseCounts",
+    "CaseMetrics",
+    "CaseReport",
+    "RunReport",
+    "RunSpec",
+    "Store",
+    "SuiteMetrics",
+    "build_report",
+    "case_metrics",
+    "execute",
+    "pass_at_k",
+    "pass_hat_k",
+    "report_json",
+    "run_html",
+    "suite_metrics",
+    "two_proportion_test",
+    # what the other commands call
+    "CaseChange",
+    "CassetteDiff",
+    "Divergence",
+    "ExitCode",
+    "GateResult",
+    "HealthFlag",
+    "Promoted",
+    "Tau2Import",
+    "TauBenchImport",
+    "Thresholds",
+    "cassette_html",
+    "check_case",
+    "diff_cassettes",
+    "diff_runs",
+    "gate",
+    "graduate",
+    "import_tau2",
+    "import_tau_bench_trajectories",
+    "promote",
+    "suite_health",
+    "write_junit",
+]
+
+GRADERS = [
+    "BUILT_IN",
+    "PASS_SCORE",
+    "REGISTRY",
+    "Approx",
+    "Assertion",
+    "Check",
+    "Context",
+    "Dimension",
+    "Grade",
+    "Grader",
+    "Judge",
+    "Outcome",
+    "SqliteWorld",
+    "Trial",
+    "Verdict",
+    "WorldView",
+    "combine",
+    "grader",
+    "resolve",
+    "run_graders",
+]
+
+PACKAGES = [(recorder, RECORDER), (replay, REPLAY), (graders, GRADERS)]
+IDS = ["recorder", "replay", "replay.graders"]
+
+
+def _public(module: ModuleType) -> set[str]:
+    """What the module offers: its non-underscore attributes, its lazy exports, ``__version__``."""
+    names = set(dir(module)) | set(getattr(module, "_EXPORTS", {}))
+    return {
+        n
+        for n in names
+        if (not n.startswith("_") or n == "__version__")
+        and n != "annotations"  # `from __future__ import annotations`
+        and not isinstance(getattr(module, n), ModuleType)  # subpackages and submodules
+    }
+
+
+@pytest.mark.parametrize(("module", "expected"), PACKAGES, ids=IDS)
+def test_all_is_exactly_the_public_api(module: ModuleType, expected: list[str]) -> None:
+    assert len(module.__all__) == len(set(module.__all__)), "a name is listed twice"
+    listed, offered = set(module.__all__), _public(module)
+    assert listed == set(expected), (
+        f"{module.__name__}.__all__ changed: new {sorted(listed - set(expected))}, "
+        f"gone {sorted(set(expected) - listed)}; if on purpose, update the list in this file"
+    )
+    assert offered == listed, (
+        f"{module.__name__}: public but not in __all__ {sorted(offered - listed)}, "
+        f"in __all__ but not importable {sorted(listed - offered)}"
+    )
+
+
+@pytest.mark.parametrize(("module", "expected"), PACKAGES, ids=IDS)
+def test_every_exported_name_resolves_to_a_documented_object_of_that_name(
+    module: ModuleType, expected: list[str]
+) -> None:
+    for name in module.__all__:
+        value = getattr(module, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            # An alias is fine when it aliases another export (recorder.playback = Playback).
+            own = value.__name__
+            assert own == name or getattr(module, own, None) is value, (
+                f"{module.__name__}.{name} is {own}, which {module.__name__} does not export"
+            )
+            assert value.__module__.split(".")[0] == module.__name__.split(".")[0]
+            assert inspect.getdoc(value), f"{module.__name__}.{name} has no docstring"
+
+
+def test_nothing_private_is_exported() -> None:
+    for module, _ in PACKAGES:
+        assert [n for n in module.__all__ if n.startswith("_") and n != "__version__"] == []
+
+
+def test_replay_exports_load_lazily_from_one_table() -> None:
+    exports: dict[str, str] = replay._EXPORTS
+    assert set(exports) == set(replay.__all__)
+    assert all(target.startswith("._") for target in exports.values())
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        replay.nope  # noqa: B018
