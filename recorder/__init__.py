@@ -52,13 +52,25 @@ from ._schema import (
     WorldDelta,
 )
 from ._session import patched, unrecorded
+from ._sources import (
+    HTTP_MATCHERS,
+    TOOL_MATCHERS,
+    USER_MATCHERS,
+    RecordedAnswers,
+    Source,
+    ToolRequest,
+    UserTurn,
+)
 from ._tools import Tool, tool, tool_schema_hash
 from ._writer import write_cassette
 
 __all__ = [
     "DEFAULT_IGNORE_HOSTS",
     "FORMAT_VERSION",
+    "HTTP_MATCHERS",
     "PLACEHOLDER",
+    "TOOL_MATCHERS",
+    "USER_MATCHERS",
     "AssertionSyntaxError",
     "CaseFileError",
     "Cassette",
@@ -81,17 +93,21 @@ __all__ = [
     "LlmToolCall",
     "Pins",
     "Playback",
+    "RecordedAnswers",
     "Recording",
     "Redaction",
     "ReplayError",
     "RowChange",
     "SandboxViolation",
+    "Source",
     "Timings",
     "Tool",
     "ToolEvent",
+    "ToolRequest",
     "ToolSchemaError",
     "Usage",
     "UserEvent",
+    "UserTurn",
     "WarningEvent",
     "WorldDelta",
     "__version__",

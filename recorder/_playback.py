@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from collections import deque
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -16,17 +14,9 @@ from ._nearest import nearest_body
 from ._reader import Cassette, read_cassette
 from ._redact import Redaction
 from ._schema import HttpEvent, HttpRequest, HttpResponse
+from ._sources import HTTP_MATCH_ON, HTTP_MATCHERS, RecordedAnswers
 
-Key = tuple[str, str, bytes]
-
-
-def _canonical_body(body: bytes) -> bytes:
-    if body[:1] in (b"{", b"["):
-        try:
-            return json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
-        except ValueError:
-            pass
-    return body
+_LABELS = {"url": "URL"}
 
 
 class Playback:
@@ -35,19 +25,35 @@ class Playback:
     A recorded transport error is raised again (after the chunks that arrived
     before it, if any).
 
-    A request is matched on method, URL and body (JSON compared canonically),
-    after the same redaction as at record time: a dict lookup, not a scan.
-    Identical requests get the recorded responses in order; once those run
-    out, the last is repeated. A request the cassette never saw raises
-    ``FixtureUnsupported`` and is kept in ``misses`` (agent code may swallow
-    the exception; the miss still counts). Requests to ignored hosts (the
-    recording's ``ignore_hosts`` unless given) get an empty success, never a miss.
+    A request is matched on ``match_on``, names from ``recorder.HTTP_MATCHERS``
+    (by default method, URL and body, JSON compared canonically), after the
+    same redaction as at record time: a dict lookup, not a scan. Identical
+    requests get the recorded responses in recorded order, each used once;
+    once those run out, the request is a miss like one the cassette never saw
+    (the last response is not repeated: that would be a guess). A miss raises
+    ``FixtureUnsupported``, naming the nearest recorded request and the JSON
+    paths where the bodies differ, and is kept in ``misses`` (agent code may
+    swallow the exception; the miss still counts). Requests to ignored hosts
+    (the recording's ``ignore_hosts`` unless given) get an empty success,
+    never a miss.
+
+    Args:
+        cassette: The recording, or its path.
+        ignore_hosts: Hosts answered with an empty success (default: the recording's).
+        match_on: Names of the matchers that make a request's key.
+
+    Raises:
+        ValueError: ``match_on`` names a matcher ``HTTP_MATCHERS`` does not hold.
     """
 
     playback = True
 
     def __init__(
-        self, cassette: Cassette | str | Path, *, ignore_hosts: Iterable[str] | None = None
+        self,
+        cassette: Cassette | str | Path,
+        *,
+        ignore_hosts: Iterable[str] | None = None,
+        match_on: Sequence[str] = HTTP_MATCH_ON,
     ) -> None:
         self.cassette = cassette if isinstance(cassette, Cassette) else read_cassette(cassette)
         if ignore_hosts is None:
@@ -63,19 +69,34 @@ class Playback:
             query=frozenset(spec.query),
             body_paths=tuple(spec.body_paths),
         )
-        self._answers: dict[Key, deque[HttpEvent]] = {}
-        self._last: dict[Key, HttpEvent] = {}
-        self._bodies: dict[tuple[str, str], list[bytes]] = {}
-        self.misses: list[FixtureUnsupported] = []
+        self.answers: RecordedAnswers[HttpRequest, HttpEvent] = RecordedAnswers(
+            ((e.request, e) for e in self.cassette.events if isinstance(e, HttpEvent)),
+            match_on=match_on,
+            matchers=HTTP_MATCHERS,
+            describe=_describe,
+            nearest=self._nearest,
+        )
+        """The recorded exchanges, by key; every source answers through one of these."""
         self._token: Any = None
-        for event in self.cassette.events:
-            if isinstance(event, HttpEvent):
-                key = self._key(event.request)
-                self._answers.setdefault(key, deque()).append(event)
-                self._bodies.setdefault(key[:2], []).append(key[2])
+        # For a miss's message: the recorded bodies of each key with the body left out.
+        names = self.answers.match_on
+        self._body_at = names.index("body") if "body" in names else None
+        self._others = " and ".join(_LABELS.get(n, n) for n in names if n != "body")
+        self._bodies: dict[tuple[Hashable, ...], list[bytes]] = {}
+        if self._body_at is not None:
+            for key, _ in self.answers.recorded():
+                body = key[self._body_at]
+                if isinstance(body, bytes):
+                    self._bodies.setdefault(self._rest(key), []).append(body)
 
-    def _key(self, request: HttpRequest) -> Key:
-        return (request.method, request.url, _canonical_body(request.body))
+    @property
+    def misses(self) -> list[FixtureUnsupported]:
+        """Every request this playback could not answer, in order."""
+        return self.answers.misses
+
+    def _rest(self, key: tuple[Hashable, ...]) -> tuple[Hashable, ...]:
+        i = self._body_at
+        return key if i is None else key[:i] + key[i + 1 :]
 
     def ignored(self, url: str) -> HttpResponse | bool:
         """The empty success a request to an ignored host gets (counted), else False."""
@@ -86,41 +107,45 @@ class Playback:
         return EMPTY_SUCCESS
 
     def respond(self, request: HttpRequest, *, via: str) -> HttpEvent:
-        """Return the recorded exchange for ``request`` or raise ``FixtureUnsupported``."""
-        red = self.redaction
-        key = self._key(
-            HttpRequest(
-                method=request.method,
-                url=red.redact_url(request.url),
-                headers=[],
-                body=red.redact_body(request.body),
-            )
-        )
-        queue = self._answers.get(key)
-        if queue:
-            self._last[key] = queue.popleft()
-            return self._last[key]
-        if key in self._last:
-            return self._last[key]
-        miss = FixtureUnsupported(
-            request=f"{key[0]} {key[1]} ({len(key[2])} body bytes, via {via})",
-            nearest=self._nearest(key),
-        )
-        self.misses.append(miss)
-        raise miss
+        """Return the recorded exchange for ``request`` or raise ``FixtureUnsupported``.
 
-    def _nearest(self, key: Key) -> str | None:
-        found = nearest_body(key[2], self._bodies.get(key[:2], []))
+        Args:
+            request: The request as the client sent it (redacted here, as at record time).
+            via: The client it came through, named in a miss.
+        """
+        red = self.redaction
+        redacted = HttpRequest(
+            method=request.method,
+            url=red.redact_url(request.url),
+            headers=red.redact_headers(request.headers),
+            body=red.redact_body(request.body),
+        )
+        return self.answers.answer(redacted, what=_describe(redacted, via))
+
+    def answer(self, request: HttpRequest) -> HttpEvent:
+        """``respond`` for a caller that is not an interceptor (the ``Source`` protocol)."""
+        return self.respond(request, via="playback")
+
+    def _nearest(self, request: HttpRequest) -> str | None:
+        key = self.answers.key(request)
+        if self._body_at is None:
+            return self.answers.nearest_by_parts(request)
+        body = key[self._body_at]
+        found = (
+            nearest_body(body, self._bodies.get(self._rest(key), []))
+            if isinstance(body, bytes)
+            else None
+        )
         if found is not None:
-            body, changes = found
-            return f"same method and URL, {len(body)} body bytes, differing in " + "; ".join(
-                changes
+            recorded, changes = found
+            return f"same {self._others}, {len(recorded)} body bytes, differing in " + "; ".join(
+                changes or ["nothing the body matcher compares"]
             )
-        others = list(dict.fromkeys(f"{m} {u}" for m, u in self._bodies))
+        others = list(dict.fromkeys(f"{r.method} {r.url}" for _, r in self.answers.recorded()))
         if not others:
             return None
         listed = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        return f"nothing to this method and URL; recorded: {listed}"
+        return f"nothing to this {self._others}; recorded: {listed}"
 
     def __enter__(self) -> Playback:
         self._token = _session.enter(self)
@@ -137,3 +162,8 @@ class Playback:
 
 playback = Playback
 """Serve HTTP from a cassette: ``with playback("x.cassette"):``."""
+
+
+def _describe(request: HttpRequest, via: str | None = None) -> str:
+    how = f", via {via}" if via else ""
+    return f"{request.method} {request.url} ({len(request.body)} body bytes{how})"

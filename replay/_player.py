@@ -2,54 +2,74 @@
 
 from __future__ import annotations
 
-import json
-from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from recorder import Cassette, FixtureUnsupported, ToolEvent
+from recorder import (
+    TOOL_MATCHERS,
+    Cassette,
+    FixtureUnsupported,
+    RecordedAnswers,
+    ToolEvent,
+    ToolRequest,
+)
 
-from ._diff import canonical_numbers, value_diff
+from ._diff import value_diff
+
+TOOL_MATCH_ON = ("name", "arguments")
+"""What a tool call is matched on unless told (names in ``recorder.TOOL_MATCHERS``)."""
 
 
 class ToolPlayer:
-    """Answers tool calls from a recorded cassette, strictly, in recorded order."""
+    """Answers tool calls from a recorded cassette, strictly, in recorded order.
 
-    def __init__(self, cassette: Cassette) -> None:
+    A call is matched on ``match_on``, names from ``recorder.TOOL_MATCHERS``
+    (by default the tool's name and its canonical arguments: sorted keys, 35
+    and 35.0 equal). The policy is every replay source's: identical calls get
+    the recorded calls in recorded order, each used once; a call past them, or
+    one never recorded, raises ``FixtureUnsupported`` (naming the nearest
+    recorded call and the differing arguments) and is kept in ``misses``.
+
+    Args:
+        cassette: The recording.
+        match_on: Names of the matchers that make a call's key.
+    """
+
+    def __init__(self, cassette: Cassette, *, match_on: Sequence[str] = TOOL_MATCH_ON) -> None:
         self._calls = [e for e in cassette.events if isinstance(e, ToolEvent)]
-        self._queue: dict[tuple[str, str], deque[ToolEvent]] = {}
-        for event in self._calls:
-            self._queue.setdefault(_key(event.name, event.args), deque()).append(event)
-        self.misses: list[FixtureUnsupported] = []
+        self.answers: RecordedAnswers[ToolRequest, ToolEvent] = RecordedAnswers(
+            ((ToolRequest(e.name, e.args), e) for e in self._calls),
+            match_on=match_on,
+            matchers=TOOL_MATCHERS,
+            describe=lambda c: _call_text(c.name, c.args),
+            nearest=self._nearest,
+        )
+        """The recorded calls, by key; every replay source answers through one of these."""
+
+    @property
+    def misses(self) -> list[FixtureUnsupported]:
+        """Every call this player could not answer, in order."""
+        return self.answers.misses
 
     def answer(self, name: str, args: Mapping[str, Any]) -> ToolEvent:
         """Return the recorded call for (name, args), or raise ``FixtureUnsupported``."""
-        queue = self._queue.get(_key(name, args))
-        if queue:
-            return queue.popleft()
-        miss = FixtureUnsupported(request=_call_text(name, args), nearest=self._nearest(name, args))
-        self.misses.append(miss)
-        raise miss
+        return self.answers.answer(ToolRequest(name, args))
 
-    def _nearest(self, name: str, args: Mapping[str, Any]) -> str | None:
+    def _nearest(self, call: ToolRequest) -> str | None:
+        name, args = call.name, dict(call.args)
         same = [c for c in self._calls if c.name == name] or self._calls
         if not same:
             return None
-        best = min(same, key=lambda c: len(value_diff(c.args, dict(args))))
-        changes = value_diff(best.args, dict(args)) if best.name == name else ["a different tool"]
+        best = min(same, key=lambda c: len(value_diff(c.args, args)))
+        changes = value_diff(best.args, args) if best.name == name else ["a different tool"]
+        if not changes and self.answers.match_on != TOOL_MATCH_ON:
+            return self.answers.nearest_by_parts(call)  # a part of a custom matcher differs
         changes = changes or ["argument types (e.g. a number given as text)"]
         return f"{_call_text(best.name, best.args)}, differing in {'; '.join(changes)}"
 
 
 class ReplayedToolError(Exception):
     """The recorded tool call raised; offline replay raises the same again."""
-
-
-def _key(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
-    canonical = json.dumps(
-        canonical_numbers(dict(args)), sort_keys=True, default=str, separators=(",", ":")
-    )
-    return name, canonical
 
 
 def _call_text(name: str, args: Mapping[str, Any]) -> str:

@@ -30,12 +30,15 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from recorder import (
+    USER_MATCHERS,
     Cassette,
     ErrorInfo,
     FixtureUnsupported,
+    RecordedAnswers,
     Recording,
     ReplayError,
     UserEvent,
+    UserTurn,
     unrecorded,
 )
 
@@ -121,25 +124,52 @@ class LiveUser:
         return response
 
 
-class FrozenUser:
-    """A user answering turn by turn from a recorded cassette."""
+USER_MATCH_ON = ("turn",)
+"""What a frozen user matches on unless told (names in ``recorder.USER_MATCHERS``)."""
 
-    def __init__(self, cassette: Cassette) -> None:
+
+class FrozenUser:
+    """A user answering turn by turn from a recorded cassette.
+
+    A turn is matched on ``match_on``, names from ``recorder.USER_MATCHERS``:
+    by default the turn's number alone (what the agent said before it may
+    differ; ``UserChannel`` warns then), ``("turn", "said")`` makes a changed
+    agent message a miss. The policy is every replay source's: each recorded
+    turn answers once; a turn past the recording raises ``FixtureUnsupported``
+    and is kept in ``misses``.
+
+    Args:
+        cassette: The recording.
+        match_on: Names of the matchers that make a turn's key.
+    """
+
+    def __init__(self, cassette: Cassette, *, match_on: Sequence[str] = USER_MATCH_ON) -> None:
         # Every answered turn, a bare ###STOP### (reply "") included.
-        self._turns = [e for e in cassette.events if isinstance(e, UserEvent) and e.error is None]
+        turns = [e for e in cassette.events if isinstance(e, UserEvent) and e.error is None]
         self.path = cassette.path
-        self.misses: list[FixtureUnsupported] = []
+        self.answers: RecordedAnswers[UserTurn, UserEvent] = RecordedAnswers(
+            ((UserTurn(i, e.said), e) for i, e in enumerate(turns)),
+            match_on=match_on,
+            matchers=USER_MATCHERS,
+            describe=lambda t: f"user turn {t.index + 1} (after {t.said!r})",
+            nearest=self._nearest,
+        )
+        """The recorded turns, by key; every replay source answers through one of these."""
+        self._count = len(turns)
+
+    @property
+    def misses(self) -> list[FixtureUnsupported]:
+        """Every turn this user could not answer, in order."""
+        return self.answers.misses
 
     def turn(self, index: int, said: str | None) -> UserEvent:
         """The recorded turn ``index``, or ``FixtureUnsupported`` past the recording."""
-        if index >= len(self._turns):
-            nearest = f"the recording has {len(self._turns)} user turns"
-            miss = FixtureUnsupported(
-                request=f"user turn {index + 1} (after {said!r})", nearest=nearest
-            )
-            self.misses.append(miss)
-            raise miss
-        return self._turns[index]
+        return self.answers.answer(UserTurn(index, said))
+
+    def _nearest(self, turn: UserTurn) -> str | None:
+        if turn.index >= self._count:
+            return f"the recording has {self._count} user turns"
+        return self.answers.nearest_by_parts(turn)
 
 
 class UserChannel:
