@@ -16,7 +16,10 @@ Every ``replay`` command is a thin layer over a function here: ``gate``
 ``import_tau2`` (``replay import``), ``build_report`` / ``run_html``
 (``replay report``); ``ExitCode`` says what the commands' exit statuses mean.
 
-Graders live in the public subpackage ``replay.graders``; the stub LLM in
+One trial is a ``TrialPlan`` run by its mode (``run_trial``); the modes are
+entries of the public subpackage ``replay.modes`` (``review``, ``offline``,
+``sandbox`` and ``record``; register more there). Graders live in the
+public subpackage ``replay.graders``; the stub LLM in
 ``replay.stub_llm``; tau2-bench tools in ``replay.tau2``. Every other module
 is private.
 """
@@ -45,12 +48,22 @@ if _typing.TYPE_CHECKING:
         suite_metrics,
         two_proportion_test,
     )
-    from ._modes import Environment, TrialResult, load_callable, offline, review, sandbox
     from ._promote import Promoted, promote
     from ._report import CaseReport, RunReport, build_report, report_json
     from ._runner import RunSpec, execute
     from ._store import Store
     from ._world import Fixture, TrialConnection, World
+    from .modes import (
+        Environment,
+        ToolFactory,
+        TrialPlan,
+        TrialResult,
+        load_callable,
+        offline,
+        review,
+        run_trial,
+        sandbox,
+    )
 
 # Exports load on first use, so `import replay.stub_llm` (stdlib only) and
 # `replay --help` do not pay for pydantic, deepdiff and sqlite-utils.
@@ -62,7 +75,7 @@ _EXPORTS = {
     "CaseReport": "._report",
     "CassetteDiff": "._compare",
     "Divergence": "._compare",
-    "Environment": "._modes",
+    "Environment": ".modes",
     "ExitCode": "._exit",
     "Fixture": "._world",
     "GateResult": "._gate",
@@ -82,7 +95,9 @@ _EXPORTS = {
     "Thresholds": "._gate",
     "ToolCallSpec": "._case",
     "TrialConnection": "._world",
-    "TrialResult": "._modes",
+    "ToolFactory": ".modes",
+    "TrialPlan": ".modes",
+    "TrialResult": ".modes",
     "World": "._world",
     "build_report": "._report",
     "case_metrics": "._metrics",
@@ -95,16 +110,17 @@ _EXPORTS = {
     "graduate": "._health",
     "import_tau2": "._import_tau2",
     "import_tau_bench_trajectories": "._import_taubench",
-    "load_callable": "._modes",
+    "load_callable": ".modes",
     "load_case": "._case",
-    "offline": "._modes",
+    "offline": ".modes",
     "pass_at_k": "._metrics",
     "pass_hat_k": "._metrics",
     "promote": "._promote",
     "report_json": "._report",
-    "review": "._modes",
+    "review": ".modes",
+    "run_trial": ".modes",
     "run_html": "._html",
-    "sandbox": "._modes",
+    "sandbox": ".modes",
     "suite_health": "._health",
     "suite_metrics": "._metrics",
     "two_proportion_test": "._metrics",
@@ -152,7 +168,9 @@ __all__ = [
     "TauBenchImport",
     "Thresholds",
     "ToolCallSpec",
+    "ToolFactory",
     "TrialConnection",
+    "TrialPlan",
     "TrialResult",
     "World",
     "build_report",
@@ -175,6 +193,7 @@ __all__ = [
     "report_json",
     "review",
     "run_html",
+    "run_trial",
     "sandbox",
     "suite_health",
     "suite_metrics",

@@ -41,10 +41,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
 from ._faults import Fault
-from ._reference import MatchReference
 from ._user import UserSpec
 from ._world import load_fixture
-from .graders import Assertion, Dimension, SqliteWorld
+from .graders import Assertion, Dimension, GraderUse, SqliteWorld
+from .graders._reference import MatchReference
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
 
@@ -75,6 +75,17 @@ class ToolCallSpec(BaseModel):
     """Tool name."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Arguments by parameter name."""
+
+
+class GraderEntry(BaseModel):
+    """A grader named with arguments: ``{name: polite, args: {word: please}}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    name: str = Field(min_length=1)
+    """Registered name (``MODULE:NAME`` imports the module that registers it)."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments: the grader is called ``grader(trial, **args)``."""
 
 
 class RubricDimension(BaseModel):
@@ -119,9 +130,9 @@ class Case(BaseModel):
     """Dimensions an LLM judge grades, one call each."""
     faults: list[Fault] = Field(default_factory=list)
     """Faults injected in offline and sandbox trials (see replay._faults)."""
-    graders: list[str] = Field(default_factory=list)
+    graders: list[GraderEntry] = Field(default_factory=list)
     """Graders to run besides the built-in ones, by registered name (``MODULE:NAME``
-    imports the module that registers it)."""
+    imports the module that registers it), or as ``{name: ..., args: {...}}``."""
     match_reference: MatchReference | None = None
     """Grade with ``matches_reference``: the world must end as the reference solution
     leaves it (``multisets``: list fields compared in any order; ``tolerance``)."""
@@ -145,6 +156,19 @@ class Case(BaseModel):
         names = [d.name for d in value]
         if len(set(names)) != len(names):
             raise ValueError(f"dimension names must be unique (got {', '.join(names)})")
+        return value
+
+    @property
+    def grader_uses(self) -> list[GraderUse]:
+        """The case's own graders, as ``replay.graders.resolve`` takes them."""
+        return [GraderUse(g.name, g.args) for g in self.graders]
+
+    @field_validator("graders", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        """A plain name is a grader without arguments."""
+        if isinstance(value, list):
+            return [{"name": g} if isinstance(g, str) else g for g in value]
         return value
 
     def dimensions(self) -> list[Dimension]:

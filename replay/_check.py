@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ._case import Case
-from ._modes import Environment, ToolFactory, TrialResult, sandbox
+from .modes import Environment, ToolFactory, TrialResult, sandbox
 
 
 def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:

@@ -10,7 +10,7 @@ from recorder import Cassette, ConfigError, ToolEvent
 
 from ._diff import StateDiff, value_diff
 from ._metrics import CaseCounts, case_metrics, two_proportion_test
-from ._store import Store
+from ._store import Store, TrialRow
 
 SIGNIFICANCE = 0.05
 """A change in pass rate is called real when the two-proportion test's p is below this."""
@@ -177,11 +177,11 @@ def diff_runs(store: Store, a: str, b: str) -> list[CaseChange]:
     return changes
 
 
-def _by_case(store: Store, name: str) -> dict[str, list[dict[str, Any]]]:
+def _by_case(store: Store, name: str) -> dict[str, list[TrialRow]]:
     if store.run(name) is None:
         known = ", ".join(store.runs()) or "none"
         raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[TrialRow]] = {}
     for trial in store.trials(name):
         out.setdefault(trial["case_id"], []).append(trial)
     return out

@@ -138,7 +138,7 @@ def gate(
 
 def _tags(store: Store, run: str, case_id: str) -> list[str]:
     for trial in store.trials(run):
-        if trial["case_id"] == case_id and trial.get("tags"):
+        if trial["case_id"] == case_id and trial["tags"]:
             return list(json.loads(trial["tags"]))
     return []
 

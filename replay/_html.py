@@ -24,7 +24,7 @@ from recorder import (
 
 from ._compare import diff_cassettes
 from ._report import CaseReport, build_report
-from ._store import Store
+from ._store import GradeRow, Store, TrialRow
 from ._transcript import (
     Step,
     delta_lines,
@@ -61,6 +61,7 @@ summary{cursor:pointer;font-weight:bold}
 .step-warning{border-color:#e67e22}.meta{color:#666}.s-inserted{color:#1e7b1e}
 .s-deleted{color:#b03a2e}.s-updated{color:#9a6700}
 .miss{border:1px solid #8e44ad;background:#f7effa;padding:.3em .6em;margin:.4em 0}
+.cause{border:1px solid #c0392b;background:#fdecea;padding:.3em .6em;margin:.4em 0}
 tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at{color:#2471a3}
 .legend-hat{color:#d35400}.flex{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
 """
@@ -311,13 +312,12 @@ def compare_html(a: Cassette, b: Cassette, label_a: str, label_b: str) -> str:
     return "".join(out)
 
 
-def _trial(
-    row: dict[str, Any], grades: list[dict[str, Any]], view: str, compare: str, eager: bool
-) -> str:
+def _trial(row: TrialRow, grades: list[GradeRow], view: str, compare: str, eager: bool) -> str:
     """One trial as ``<details>``: open with its body if ``eager``, else closed and inert."""
     verdict = row["verdict"]
-    known = row.get("input_tokens") is not None and row.get("output_tokens") is not None
-    tokens = f"{row['input_tokens'] + row['output_tokens']} tokens" if known else "tokens unknown"
+    given, taken = row.get("input_tokens"), row.get("output_tokens")
+    known = given is not None and taken is not None
+    tokens = f"{(given or 0) + (taken or 0)} tokens" if known else "tokens unknown"
     head = (
         f"{_e(row['case_id'])} trial {_e(row['idx'])} {_badge(verdict)} "
         f'<span class="meta">{_e(row.get("steps") or 0)} steps, {tokens}, '
@@ -338,7 +338,12 @@ def _trial(
         if g["grader"] == "replay"
         for line in g["evidence"]
     )
-    body = _table(["grader", "verdict", "score", "evidence"], rows, "grades") + misses
+    cause = "".join(
+        f'<div class="cause"><b>{_e(row["cause"])}</b>: {_e(line)}</div>'
+        for line in (row.get("cause_detail") or [])
+        if row.get("cause")
+    )
+    body = cause + _table(["grader", "verdict", "score", "evidence"], rows, "grades") + misses
     body += compare + view
     return (
         f'<details class="trial trial-{_e(verdict)}"{" open" if eager else ""}>'
@@ -453,8 +458,8 @@ def run_html(store: Store, name: str) -> str:
         curves_svg({k: suite.pass_at[k] for k in ks}, {k: suite.pass_hat[k] for k in ks}),
         f"</div></div><h2>cases</h2>{_case_table(cases)}",
     ]
-    trials: dict[str, list[dict[str, Any]]] = {}
-    grades: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    trials: dict[str, list[TrialRow]] = {}
+    grades: dict[str, dict[int, list[GradeRow]]] = {}
     for row in store.trials(name):
         trials.setdefault(row["case_id"], []).append(row)
     for g in store.grades(name):

@@ -11,6 +11,7 @@ from recorder import ConfigError
 from ._metrics import CaseCounts, CaseMetrics, SuiteMetrics, case_metrics, suite_metrics
 from ._store import Store
 from ._tooluse import ToolUse, run_tool_use
+from .graders import Cause
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +22,8 @@ class CaseReport:
     suite: str
     metrics: CaseMetrics
     failures: list[tuple[str, int]]
-    """Evidence of failed grades, with how many trials showed it, most frequent first."""
+    """Evidence of failed grades and of the agent's (or harness's) errors, with how many
+    trials showed it, most frequent first."""
     failing_cassette: str | None
     """A cassette of a failing trial, to read first."""
     tool_use: ToolUse
@@ -56,13 +58,17 @@ def build_report(store: Store, name: str) -> RunReport:
     evidence: dict[str, Counter[str]] = {}
     user: dict[str, Counter[str]] = {}
     verdicts: dict[str, dict[str, Counter[str]]] = {}
+    for trial in trials:  # an error that is the agent's, the user's or the harness's
+        if trial["cause"]:
+            into = user if trial["cause"] == Cause.USER.value else evidence
+            for line in trial["cause_detail"]:
+                into.setdefault(trial["case_id"], Counter())[f"{trial['cause']}: {line}"] += 1
     for grade in store.grades(name):
         by_grader = verdicts.setdefault(grade["case_id"], {})
         by_grader.setdefault(grade["grader"], Counter())[grade["verdict"]] += 1
         if grade["verdict"] != "pass":
-            into = user if grade["grader"] == "user" else evidence
             for line in grade["evidence"]:
-                into.setdefault(grade["case_id"], Counter())[f"{grade['grader']}: {line}"] += 1
+                evidence.setdefault(grade["case_id"], Counter())[f"{grade['grader']}: {line}"] += 1
     per_case, overall = run_tool_use(store, name)
     cases = []
     counts = []

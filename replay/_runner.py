@@ -24,11 +24,11 @@ from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
 from ._case import Case, load_case
 from ._executors import Backend, backend
 from ._faults import Fault, parse_faults
-from ._modes import Mode, load_callable
 from ._store import Store
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
 from ._world import load_fixture
 from .graders import Judge
+from .modes import REGISTRY, Mode, cassette_name, load_callable
 
 
 @dataclass(frozen=True)
@@ -38,13 +38,15 @@ class RunSpec:
     name: str
     cases: list[str]
     """Case file paths."""
-    mode: Mode
+    mode: str
+    """A registered mode's name (``replay.modes.REGISTRY``)."""
     trials: int = 1
     agent: str | None = None
     """``module:function`` of the agent (offline and sandbox)."""
     tools: str | None = None
     """``module:function`` returning the tools for a world connection (offline and sandbox)."""
-    llm: Literal["live", "frozen"] = "live"
+    llm: Literal["live", "frozen"] | None = None
+    """Where the LLM's answers come from (None: the mode's default)."""
     llm_url: str | None = None
     """The OpenAI-compatible endpoint the agent talks to when the LLM is live."""
     cassettes: str | None = None
@@ -105,8 +107,8 @@ def _check_graders(spec: RunSpec, cases: list[Case]) -> None:
         ConfigError: A module does not import, or a name is registered by nobody.
     """
     for case in cases:
-        names = graders.resolve([*spec.graders, *case.graders])
-        missing = [n for n in names if n not in graders.REGISTRY]
+        uses = graders.resolve([*spec.graders, *case.grader_uses])
+        missing = [u.name for u in uses if u.name not in graders.REGISTRY]
         if missing:
             raise ConfigError(
                 f"case {case.id}: no grader named {', '.join(map(repr, missing))} is registered; "
@@ -155,19 +157,21 @@ def execute(
         if case.id in seen:
             raise ConfigError(f"case id {case.id!r} is used by {seen[case.id]} and {case.path}")
         seen[case.id] = str(case.path)
-    if spec.mode != "review" and spec.llm == "live" and not spec.llm_url:
+    mode = REGISTRY[spec.mode]
+    llm = mode.llm_source(spec.llm)
+    if mode.runs_agent and llm == "live" and not spec.llm_url:
         raise ConfigError(
-            f"{spec.mode} with a live LLM needs --llm-url (the endpoint the agent uses)"
+            f"{mode.name} with a live LLM needs --llm-url (the endpoint the agent uses)"
         )
     faults = parse_faults(spec.faults)
-    if spec.mode == "review" and faults:  # (a case's own faults are moot in review: nothing runs)
-        raise ConfigError("faults are injected in offline and sandbox runs, not in review")
-    jobs = _jobs(spec, cases)
+    if faults and not mode.runs_agent:  # (a case's own faults are moot: no agent runs)
+        raise ConfigError(f"faults are injected where the agent runs, not in {mode.name}")
+    jobs = _jobs(spec, mode, cases)
     judge = _judge(spec, cases, store)
-    if spec.mode != "review" and (not spec.agent or not spec.tools):
-        raise ConfigError(f"{spec.mode} mode needs --agent MOD:FN and --tools MOD:FN")
+    if mode.runs_agent and (not spec.agent or not spec.tools):
+        raise ConfigError(f"{mode.name} mode needs --agent MOD:FN and --tools MOD:FN")
     if spec.executor == "local":  # fail early; on a cluster the code may live on workers only
-        for named in (spec.agent if spec.mode != "review" else None, spec.tools):
+        for named in (spec.agent if mode.runs_agent else None, spec.tools):
             if named:
                 load_callable(named)
         _check_graders(spec, cases)
@@ -175,7 +179,7 @@ def execute(
         if store.run(spec.name) is None:
             raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")
     else:
-        store.start_run(spec.name, asdict(spec), _pins(spec, cases))
+        store.start_run(spec.name, asdict(spec), _pins(spec, mode, cases))
     done = store.finished_trials(spec.name)
     todo = [j for j in jobs if (j.case.id, j.index) not in done]
     out = Path(spec.out) if spec.out else store.path.parent / "cassettes" / spec.name
@@ -331,7 +335,7 @@ class _Driver:
             tmp = path.with_name(path.name + ".part")
             tmp.write_bytes(data)
             tmp.replace(path)
-            if name == f"{result.case_id}-{result.index}.cassette":
+            if name == cassette_name(result.case_id, result.index):
                 row["cassette"] = str(path)
         self.store.add_trial(self.spec.name, row, result.grades)
         self.count += 1
@@ -361,15 +365,17 @@ def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
     )
 
 
-def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[Job]:
-    talking = [c for c in cases if c.user is not None] if spec.mode != "review" else []
-    if spec.mode == "sandbox":
-        if spec.llm == "frozen" and not spec.cassettes:
-            raise ConfigError("a frozen LLM needs --cassettes to answer from")
-        if spec.user == "frozen" and talking and not spec.cassettes:
-            raise ConfigError("a frozen user needs --cassettes to answer from")
-    elif not spec.cassettes:
-        raise ConfigError(f"{spec.mode} mode needs --cassettes DIR (the recorded trials)")
+def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
+    llm = mode.llm_source(spec.llm)
+    talking = [c for c in cases if c.user is not None] if mode.runs_agent else []
+    frozen_user = spec.user == "frozen" and bool(talking)
+    if frozen_user and mode.recorded == "never":
+        raise ConfigError(f"{mode.name} mode talks with a live user only: give --user live")
+    if mode.needs_recorded(llm, frozen_user) and not spec.cassettes:
+        if mode.recorded == "required":
+            raise ConfigError(f"{mode.name} mode needs --cassettes DIR (the recorded trials)")
+        source = "LLM" if llm == "frozen" else "user"
+        raise ConfigError(f"a frozen {source} needs --cassettes to answer from")
     if talking and spec.user == "live" and not (spec.user_url or spec.llm_url):
         raise ConfigError(
             f"case {talking[0].id!r} talks with a simulated user: give --user-url URL "
@@ -378,26 +384,47 @@ def _jobs(spec: RunSpec, cases: Sequence[Case]) -> list[Job]:
     jobs = []
     by_case = recorded_cassettes(Path(spec.cassettes)) if spec.cassettes else {}
     for case in cases:
-        recorded = by_case.get(case.id, [])
-        frozen_user = spec.user == "frozen" and case in talking
-        if (spec.mode != "sandbox" or spec.llm == "frozen" or frozen_user) and not recorded:
+        needs = mode.needs_recorded(llm, spec.user == "frozen" and case in talking)
+        recorded = by_case.get(case.id, []) if needs else []
+        if needs and not recorded:
             raise ConfigError(f"no cassette for case {case.id!r} in {spec.cassettes}")
-        count = len(recorded) if spec.mode == "review" else spec.trials
+        count = len(recorded) if mode.per_recording else spec.trials
         jobs += [
             Job(case, i, recorded[i % len(recorded)] if recorded else None) for i in range(count)
         ]
     return jobs
 
 
-def _pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
+def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
+    """Each grader the run uses: its version and, per case, the arguments it is given.
+
+    (Arguments are a list per case: a case may use one grader twice.)
+
+    (Graders of modules a cluster's workers alone can import are pinned without a version.)
+    """
+    out: dict[str, Any] = {}
+    for case in cases:
+        try:
+            uses = graders.resolve([*graders.BUILT_IN, *case.grader_uses, *spec.graders])
+        except ConfigError:
+            uses = [graders.GraderUse(g.rpartition(":")[2]) for g in spec.graders]
+        for use in uses:
+            pin = out.setdefault(use.name, {"version": graders.VERSIONS.get(use.name)})
+            if use.args:
+                pin.setdefault("args", {}).setdefault(case.id, []).append(dict(use.args))
+    return out
+
+
+def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
     return {
-        "mode": spec.mode,
+        "mode": mode.name,
         "agent": spec.agent,
         "tools": spec.tools,
         "model": spec.model,
-        "llm": spec.llm,
+        "llm": mode.llm_source(spec.llm),
         "settings": spec.settings,
         "grader_version": __version__,
+        "graders": _grader_pins(spec, cases),
         "judge": {"model": spec.judge_model, "timeout": spec.judge_timeout}
         if spec.judge_url and not spec.no_judge
         else None,

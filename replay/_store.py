@@ -2,6 +2,10 @@
 
 A trial and its grades are written in one transaction, by the driver alone,
 so a run killed at any point holds whole trials only and resumes cleanly.
+Rows are read back as typed dicts (``RunRow``, ``TrialRow``, ``GradeRow``);
+the file carries its format version (``PRAGMA user_version``): an older
+store is brought up to date when opened (columns are only added), a newer
+one is refused.
 """
 
 from __future__ import annotations
@@ -10,13 +14,80 @@ import datetime as dt
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import sqlite_utils
 
 from recorder import ConfigError
 
 DEFAULT_PATH = Path(".replay") / "results.db"
+STORE_VERSION = 2
+"""1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use."""
+
+
+class RunRow(TypedDict):
+    """One run: its spec and pins, decoded."""
+
+    name: str
+    spec: dict[str, Any]
+    pins: dict[str, Any]
+    started: str
+    finished: str | None
+
+
+class TrialRow(TypedDict):
+    """One trial: its verdict, usage, cause and tool use."""
+
+    run: str
+    case_id: str
+    idx: int
+    suite: str | None
+    verdict: str
+    score: float | None
+    cassette: str | None
+    steps: int | None
+    input_tokens: int | None
+    """None: a call reported no usage (unknown, never counted as none)."""
+    output_tokens: int | None
+    latency: float | None
+    cost: float | None
+    tags: str | None
+    """The case's tags, as JSON."""
+    cause: str | None
+    """``agent``, ``user`` or ``harness`` for an error that is not a grader's verdict."""
+    cause_detail: list[str]
+    tool_calls: int | None
+    """None in trials stored before version 2 (as are the four below)."""
+    selection: float | None
+    arguments: float | None
+    abstained: int | None
+    loops: int | None
+
+
+class GradeRow(TypedDict):
+    """One grade of one trial, evidence and meta decoded."""
+
+    run: str
+    case_id: str
+    idx: int
+    grader: str
+    verdict: str
+    score: float | None
+    veto: int
+    evidence: list[str]
+    advisory: int
+    meta: dict[str, Any]
+
+
+_TRIAL_COLUMNS_2: dict[str, type] = {
+    "cause": str,
+    "cause_detail": str,
+    "tool_calls": int,
+    "selection": float,
+    "arguments": float,
+    "abstained": int,
+    "loops": int,
+}
 
 
 def _now() -> str:
@@ -46,12 +117,20 @@ class Store:
             # them); FULL would fsync every trial (~1.4 ms of the driver's time each).
             self.db.conn.execute("PRAGMA synchronous = NORMAL")
             tables = self.db.table_names()
+            version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise ConfigError(f"{self.path} is not a results store ({exc})") from None
+        if version > STORE_VERSION:
+            raise ConfigError(
+                f"{self.path} was written by a newer agent-replay (store version {version}; "
+                f"this one reads up to {STORE_VERSION}): upgrade agent-replay to read it"
+            )
         if "runs" not in tables:
             self._create()
-        elif "labels" not in tables or "meta" not in self.db["grades"].columns_dict:
+        elif version < STORE_VERSION:
             self._upgrade()
+        if version < STORE_VERSION:
+            self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
     def _create(self) -> None:
         self.db["runs"].create(  # type: ignore[union-attr]
@@ -74,6 +153,7 @@ class Store:
                 "latency": float,
                 "cost": float,
                 "tags": str,
+                **_TRIAL_COLUMNS_2,
             },
             pk=("run", "case_id", "idx"),
             foreign_keys=[("run", "runs", "name")],
@@ -116,10 +196,13 @@ class Store:
 
     def _upgrade(self) -> None:
         """Bring a store written by an earlier version up to date (columns are only added)."""
-        grades = self.db["grades"]
+        grades, trials = self.db["grades"], self.db["trials"]
         for column, kind in (("advisory", int), ("meta", str)):
             if column not in grades.columns_dict:
                 grades.add_column(column, kind)  # type: ignore[union-attr]
+        for column, added in _TRIAL_COLUMNS_2.items():
+            if column not in trials.columns_dict:
+                trials.add_column(column, added)  # type: ignore[union-attr]
         self._create_labels()
 
     def start_run(self, name: str, spec: dict[str, Any], pins: dict[str, Any]) -> None:
@@ -132,14 +215,14 @@ class Store:
             {"name": name, "spec": json.dumps(spec), "pins": json.dumps(pins), "started": _now()}
         )
 
-    def run(self, name: str) -> dict[str, Any] | None:
+    def run(self, name: str) -> RunRow | None:
         """Return a run's row (spec and pins decoded), or None."""
         rows = list(self.db["runs"].rows_where("name = ?", [name]))
         if not rows:
             return None
         row = dict(rows[0])
         row["spec"], row["pins"] = json.loads(row["spec"]), json.loads(row["pins"] or "{}")
-        return row
+        return cast(RunRow, row)
 
     def runs(self) -> list[str]:
         """Names of every run, oldest first."""
@@ -155,6 +238,8 @@ class Store:
         Plain SQL in one transaction: sqlite-utils' writers commit on their own.
         """
         row = {"run": name, **trial}
+        if not isinstance(row.get("cause_detail"), str | None):  # a row as ``trials`` gives it
+            row["cause_detail"] = json.dumps(list(row["cause_detail"]))
         key = (name, trial["case_id"], trial["idx"])
         conn = self.db.conn
         with conn:
@@ -186,20 +271,27 @@ class Store:
         """Mark a run finished."""
         self.db["runs"].update(name, {"finished": _now()})  # type: ignore[union-attr]
 
-    def trials(self, name: str) -> list[dict[str, Any]]:
+    def trials(self, name: str) -> list[TrialRow]:
         """A run's trials, ordered by case and index."""
-        return list(self.db["trials"].rows_where("run = ?", [name], order_by="case_id, idx"))
+        rows = self.db["trials"].rows_where("run = ?", [name], order_by="case_id, idx")
+        return [
+            cast(TrialRow, {**r, "cause_detail": json.loads(r.get("cause_detail") or "[]")})
+            for r in rows
+        ]
 
-    def grades(self, name: str | None = None) -> list[dict[str, Any]]:
+    def grades(self, name: str | None = None) -> list[GradeRow]:
         """A run's grades, or every run's (evidence and meta decoded)."""
         where, args = ("run = ?", [name]) if name is not None else (None, [])
         rows = self.db["grades"].rows_where(where, args, order_by="run, case_id, idx, rowid")
         return [
-            {
-                **r,
-                "evidence": json.loads(r["evidence"] or "[]"),
-                "meta": json.loads(r["meta"] or "{}"),
-            }
+            cast(
+                GradeRow,
+                {
+                    **r,
+                    "evidence": json.loads(r["evidence"] or "[]"),
+                    "meta": json.loads(r["meta"] or "{}"),
+                },
+            )
             for r in rows
         ]
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from recorder import CaseFileError, CassetteError, ToolEvent, read_cassette
+from recorder import Cassette, ToolEvent
 
-from ._case import Case, load_case
+from ._case import Case
 from ._diff import canonical_numbers
 from ._store import Store
+from .graders._builtin import loops
 
 ABSTAIN_TAG = "abstain"
 """Cases with this tag have no suitable tool: the right move is no call (a question, a hand-off)."""
@@ -44,7 +44,7 @@ class ToolUse:
     abstention: float | None
     """Share of trials of abstain-tagged cases that called no tool (None: not such a case)."""
     loops: int
-    """Trials the rule grader caught in a loop."""
+    """Trials that looped (a call repeated ``LOOP_REPEATS`` times with the same arguments)."""
     percentiles: dict[str, tuple[float | None, float | None]]
     """p50 and p95 of steps, input and output tokens, cost and latency (over known values)."""
     unknown_usage: int = 0
@@ -86,39 +86,59 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def tool_use(case: Case | None, trials: list[dict[str, Any]], loops: int) -> ToolUse:
-    """Metrics over one case's trials (rows of the store)."""
-    selections: list[float] = []
-    arguments: list[float] = []
-    abstained: list[float] = []
-    for row in trials:
-        try:
-            calls = [e for e in read_cassette(row["cassette"]).events if isinstance(e, ToolEvent)]
-        except (CassetteError, TypeError, OSError):
-            continue
-        if case is not None and case.reference_solution:
-            selection, argument = _accuracy(case, calls)
-            selections.append(selection)
-            if argument is not None:
-                arguments.append(argument)
-        if case is not None and ABSTAIN_TAG in case.tags:
-            abstained.append(0.0 if calls else 1.0)
+@dataclass(frozen=True, slots=True)
+class TrialToolUse:
+    """One trial's tool use, computed when it is graded and stored with it."""
+
+    calls: int
+    """Tool calls made."""
+    selection: float | None
+    """Share of the reference solution's calls whose tool was called (None: no reference)."""
+    arguments: float | None
+    """Of those, the share called with the reference's arguments."""
+    abstained: bool | None
+    """For a case tagged ``abstain``: whether no tool was called (else None)."""
+    loops: int
+    """Calls the agent repeated ``LOOP_REPEATS`` times or more with the same arguments."""
+
+
+def trial_tool_use(case: Case, cassette: Cassette) -> TrialToolUse:
+    """What the trial recorded in ``cassette`` did with its tools, against ``case``."""
+    calls = [e for e in cassette.events if isinstance(e, ToolEvent)]
+    selection = argument = None
+    if case.reference_solution:
+        selection, argument = _accuracy(case, calls)
+    abstained = not calls if ABSTAIN_TAG in case.tags else None
+    return TrialToolUse(len(calls), selection, argument, abstained, len(loops(calls)))
+
+
+def tool_use(trials: Sequence[Mapping[str, Any]]) -> ToolUse:
+    """Metrics over one case's trials, from their rows in the store alone.
+
+    (Trials stored by a version before tool use was stored with them have
+    none: they count in ``trials`` and the percentiles only.)
+    """
+    selections = [t["selection"] for t in trials if t.get("selection") is not None]
+    arguments = [t["arguments"] for t in trials if t.get("arguments") is not None]
+    abstained = [float(t["abstained"]) for t in trials if t.get("abstained") is not None]
     return ToolUse(
         len(trials),
         _mean(selections),
         _mean(arguments),
         _mean(abstained),
-        loops,
+        sum(1 for t in trials if t.get("loops")),
         _percentiles(trials),
         _unknown_usage(trials),
     )
 
 
-def _unknown_usage(trials: list[dict[str, Any]]) -> int:
+def _unknown_usage(trials: Sequence[Mapping[str, Any]]) -> int:
     return sum(1 for t in trials if t.get("steps") and t.get("input_tokens") is None)
 
 
-def _percentiles(trials: list[dict[str, Any]]) -> dict[str, tuple[float | None, float | None]]:
+def _percentiles(
+    trials: Sequence[Mapping[str, Any]],
+) -> dict[str, tuple[float | None, float | None]]:
     out = {}
     for name in ("steps", "input_tokens", "output_tokens", "cost", "latency"):
         values = [float(t[name]) for t in trials if t.get(name) is not None]
@@ -128,23 +148,9 @@ def _percentiles(trials: list[dict[str, Any]]) -> dict[str, tuple[float | None, 
 
 def run_tool_use(store: Store, name: str) -> tuple[dict[str, ToolUse], ToolUse]:
     """Per case and for the whole run (case means; percentiles over all trials)."""
-    run = store.run(name)
-    cases: dict[str, Case] = {}
-    for path in (run or {}).get("spec", {}).get("cases", []):
-        try:
-            case = load_case(Path(path))
-        except CaseFileError:
-            continue
-        cases[case.id] = case
-    loops: Counter[str] = Counter()
-    for grade in store.grades(name):
-        if grade["grader"] == "rule" and any(e.startswith("loop:") for e in grade["evidence"]):
-            loops[grade["case_id"]] += 1
     trials = store.trials(name)
     per_case = {
-        case_id: tool_use(
-            cases.get(case_id), [t for t in trials if t["case_id"] == case_id], loops[case_id]
-        )
+        case_id: tool_use([t for t in trials if t["case_id"] == case_id])
         for case_id in dict.fromkeys(t["case_id"] for t in trials)
     }
     overall = ToolUse(
@@ -152,7 +158,7 @@ def run_tool_use(store: Store, name: str) -> tuple[dict[str, ToolUse], ToolUse]:
         _mean([u.selection for u in per_case.values() if u.selection is not None]),
         _mean([u.arguments for u in per_case.values() if u.arguments is not None]),
         _mean([u.abstention for u in per_case.values() if u.abstention is not None]),
-        sum(loops.values()),
+        sum(u.loops for u in per_case.values()),
         _percentiles(trials),
         _unknown_usage(trials),
     )

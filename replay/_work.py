@@ -25,24 +25,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recorder import DEFAULT_IGNORE_HOSTS, patched, read_cassette
+from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
 from ._async import wait_for
 from ._case import Case
 from ._faults import Fault, FaultInjector
-from ._modes import (
-    Steps,
-    TrialResult,
-    drive,
-    drive_async,
-    load_callable,
-    offline_steps,
-    review,
-    sandbox_steps,
-)
 from ._user import FrozenUser, LiveUser, UserChannel
 from ._world import Fixture, World, load_fixture, ship
-from .graders import Judge, Verdict
+from .graders import Cause, Judge, Verdict
+from .modes import (
+    REGISTRY,
+    Mode,
+    Steps,
+    TrialPlan,
+    TrialResult,
+    cassette_name,
+    drive,
+    drive_async,
+    judge_cassette,
+    load_callable,
+)
 
 if TYPE_CHECKING:
     from ._runner import RunSpec
@@ -99,6 +101,15 @@ class Done:
 _fixtures_lock = threading.Lock()
 _SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 """Where a worker's cassettes wait to be sent back: memory, where Linux offers it."""
+SCRATCH_ENV = "REPLAY_SCRATCH"
+"""Names another folder for the scratch folders (the tests give each test its own)."""
+
+
+def scratch_root() -> Path:
+    """The folder scratch folders go in: ``$REPLAY_SCRATCH``, else ``/dev/shm`` (else tmp)."""
+    return Path(os.environ.get(SCRATCH_ENV) or _SCRATCH)
+
+
 _PREFIX = "replay-work-"
 """Scratch folders are ``replay-work-<pid>-<random>``: whose they are outlives their owner."""
 
@@ -112,7 +123,7 @@ def sweep_scratch() -> None:
     containers that share ``/dev/shm`` but not their pids would see each
     other's workers as dead.)
     """
-    for path in Path(_SCRATCH).glob(f"{_PREFIX}*-*"):
+    for path in scratch_root().glob(f"{_PREFIX}*-*"):
         owner = path.name[len(_PREFIX) :].split("-", 1)[0]
         if owner.isdigit() and not _alive(int(owner)):
             shutil.rmtree(path, ignore_errors=True)
@@ -157,10 +168,11 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
     if fixtures:
         install_fixtures(fixtures)
     spec = work.spec
-    agent = load_callable(spec.agent) if spec.mode != "review" and spec.agent else None
+    mode = REGISTRY[spec.mode]
+    agent = load_callable(spec.agent) if mode.runs_agent and spec.agent else None
     tools = load_callable(spec.tools) if spec.tools else None
     # patched(): held already in workers and in a driver running trials itself (then free).
-    scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=_SCRATCH)
+    scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_root())
     with patched(), scratch as tmp:
         out = Path(work.out) if work.out else Path(tmp)
         recorded = _recorded(work, Path(tmp))
@@ -168,17 +180,17 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
         def steps(job: Job) -> Steps[TrialResult | _Failed]:
             if job.recorded is not None and str(job.recorded) in recorded:
                 job = Job(job.case, job.index, recorded[str(job.recorded)])
-            return _trial_steps(spec, job, agent, tools, out, work.judge, work.faults)
+            return _trial_steps(spec, job, mode, agent, tools, out, work.judge, work.faults)
 
         def done(job: Job, result: TrialResult | _Failed) -> Done:
-            original = job.recorded
             row, grades = _rows(result)
-            if spec.mode == "review" and original is not None:
-                row["cassette"] = str(original)  # what was graded: the driver's file
+            graded_file = recorded.get(str(job.recorded), job.recorded)
+            if not isinstance(result, _Failed) and result.cassette == graded_file:
+                row["cassette"] = str(job.recorded)  # what was graded: the driver's file
             files = {}
             if work.out is None:
-                for suffix in (".cassette", ".judge.cassette"):
-                    path = out / f"{job.case.id}-{job.index}{suffix}"
+                trial = out / cassette_name(job.case.id, job.index)
+                for path in (trial, judge_cassette(trial)):
                     if path.exists():
                         files[path.name] = path.read_bytes()
                         path.unlink()
@@ -241,89 +253,71 @@ def _release(job: Job, world: World) -> None:
         _free.setdefault(str(job.case.fixture), []).append(world)
 
 
+def _plan(
+    spec: RunSpec,
+    job: Job,
+    mode: Mode,
+    agent: Any,
+    tools: Any,
+    out: Path,
+    judge: Judge | None,
+    faults: Sequence[Fault],
+    world: World,
+) -> TrialPlan:
+    """The job's trial, as its mode runs it."""
+    recorded = read_cassette(job.recorded) if job.recorded is not None else None
+    user = None
+    if job.case.user is not None and mode.runs_agent:
+        if spec.user == "frozen":
+            if recorded is None:
+                raise ConfigError(f"a frozen user needs the recorded trial of {job.case.id!r}")
+            user = UserChannel(job.case.user, frozen=FrozenUser(recorded))
+        else:
+            url = spec.user_url or spec.llm_url or ""
+            user = UserChannel(job.case.user, live=LiveUser(url, spec.user_model))
+    every = [*job.case.faults, *faults] if mode.runs_agent else []
+    return TrialPlan(
+        case=job.case,
+        mode=mode.name,
+        out=out / cassette_name(job.case.id, job.index),
+        index=job.index,
+        agent=agent,
+        tools=tools,
+        recorded=recorded,
+        llm=spec.llm,
+        llm_url=spec.llm_url,
+        model=spec.model,
+        settings=spec.settings,
+        allow_env=tuple(spec.allow_env),
+        ignore_hosts=(
+            (*DEFAULT_IGNORE_HOSTS, *spec.ignore_hosts)
+            if spec.default_ignore
+            else tuple(spec.ignore_hosts)
+        ),
+        faults=FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None,
+        user=user,
+        world=world,
+        judge=judge,
+        prices={model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()},
+        graders=tuple(spec.graders),
+    )
+
+
 def _trial_steps(
     spec: RunSpec,
     job: Job,
+    mode: Mode,
     agent: Any,
     tools: Any,
     out: Path,
     judge: Judge | None,
     faults: Sequence[Fault],
 ) -> Steps[TrialResult | _Failed]:
-    path = out / f"{job.case.id}-{job.index}.cassette"
-    user = None
     world: World | None = None
-    prices = {model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()}
     try:
         world = _acquire(job)
-        every = [*job.case.faults, *faults]
-        injector = FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None
-        common: dict[str, Any] = {
-            "world": world,
-            "index": job.index,
-            "model": spec.model,
-            "settings": spec.settings,
-            "prices": prices,
-            "judge": judge,
-            "graders": spec.graders,
-            "ignore_hosts": (
-                [*DEFAULT_IGNORE_HOSTS, *spec.ignore_hosts]
-                if spec.default_ignore
-                else spec.ignore_hosts
-            ),
-        }
-        if job.case.user is not None and spec.mode != "review":
-            if spec.user == "frozen":
-                assert job.recorded is not None
-                user = UserChannel(job.case.user, frozen=FrozenUser(read_cassette(job.recorded)))
-            else:
-                url = spec.user_url or spec.llm_url or ""
-                user = UserChannel(job.case.user, live=LiveUser(url, spec.user_model))
-        if spec.mode == "review":
-            assert job.recorded is not None
-            judge_out = path.with_name(f"{path.stem}.judge.cassette")
-            return review(
-                job.case,
-                job.recorded,
-                job.index,
-                prices,
-                common["world"],
-                judge,
-                judge_out,
-                tools,
-                spec.graders,
-            )
-        if spec.mode == "offline":
-            assert job.recorded is not None
-            return (
-                yield from offline_steps(
-                    job.case,
-                    agent,
-                    tools,
-                    read_cassette(job.recorded),
-                    path,
-                    llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
-                    llm=spec.llm,
-                    faults=injector,
-                    user=user,
-                    **common,
-                )
-            )
-        frozen = read_cassette(job.recorded) if job.recorded and spec.llm == "frozen" else None
-        return (
-            yield from sandbox_steps(
-                job.case,
-                agent,
-                tools,
-                path,
-                llm_base_url=spec.llm_url or "http://127.0.0.1:9/v1",
-                frozen=frozen,
-                allow_env=spec.allow_env,
-                faults=injector,
-                user=user,
-                **common,
-            )
-        )
+        plan = _plan(spec, job, mode, agent, tools, out, judge, faults, world)
+        return (yield from mode.steps(plan))
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a trial that raises (even SystemExit) is an error trial
@@ -349,18 +343,18 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
             "suite": case.suite.value,
             "verdict": Verdict.ERROR.value,
             "tags": json.dumps(case.tags),
+            "cause": Cause.HARNESS.value,
+            "cause_detail": json.dumps([result.reason]),
         }
-        return row, [
-            {"grader": "harness", "verdict": "error", "evidence": json.dumps([result.reason])}
-        ]
+        return row, []
     summary = result.trial.cassette.summary()
-    case = result.trial.case
+    case, outcome, use = result.trial.case, result.outcome, result.tool_use
     row = {
         "case_id": result.case_id,
         "idx": result.index,
         "suite": case.suite.value,
-        "verdict": result.outcome.verdict.value,
-        "score": result.outcome.score,
+        "verdict": outcome.verdict.value,
+        "score": outcome.score,
         "cassette": str(result.cassette),
         "steps": summary.usage.llm_calls or summary.usage.tool_calls,
         # NULL when a call reported no usage: unknown, never a count too low to notice.
@@ -373,6 +367,13 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
         "latency": summary.timings.total,
         "cost": result.trial.cost,
         "tags": json.dumps(case.tags),
+        "cause": outcome.cause.value if outcome.cause else None,
+        "cause_detail": json.dumps(list(outcome.detail)) if outcome.cause else None,
+        "tool_calls": use.calls,
+        "selection": use.selection,
+        "arguments": use.arguments,
+        "abstained": None if use.abstained is None else int(use.abstained),
+        "loops": use.loops,
     }
     grades = [
         {
@@ -384,7 +385,7 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
             "advisory": int(g.advisory),
             "meta": json.dumps(dict(g.meta)) if g.meta else None,
         }
-        for g in result.outcome.grades
+        for g in outcome.grades
     ]
     return row, grades
 

@@ -9,7 +9,7 @@ def test_refund(replay_session):
 
 Offline by default and strict, like pytest-recording: the cassette must
 exist, tools are answered from it and the LLM is frozen. ``--replay-mode
-record`` re-records every marked test (sandbox, live LLM), ``--replay-mode
+record`` re-records every marked test (the ``record`` mode), ``--replay-mode
 sandbox`` runs live without touching the cassettes, and
 ``--replay-record-missing`` records only the cassettes that do not exist.
 A live LLM's URL comes from ``run(llm_url=...)``, the marker, or
@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 MODES = ("offline", "record", "sandbox")
+"""The modes a test may run in (``replay.modes.REGISTRY``'s that run the agent)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,39 +84,39 @@ class ReplaySession:
     ) -> Outcome:
         """Run ``agent(instruction, env)`` with ``tools(conn)`` and grade the trial."""
         from recorder import read_cassette
-        from replay import load_case, offline, sandbox
+        from replay import load_case
+        from replay.modes import REGISTRY, TrialPlan, run_trial
 
         case = load_case(self.case_path)
         url = llm_url or self._llm_url or os.environ.get("REPLAY_LLM_URL")
-        mode = self.mode
-        if mode == "offline" and not self.cassette.exists():
+        mode = REGISTRY[self.mode]
+        if mode.needs_recorded(mode.default_llm, False) and not self.cassette.exists():
             if not self._record_missing:
                 pytest.fail(
                     f"cassette {self.cassette} does not exist; record it with "
                     "--replay-mode record or --replay-record-missing",
                     pytrace=False,
                 )
-            mode = "record"
-        if mode in ("record", "sandbox") and not url:
+            mode = REGISTRY["record"]
+        if mode.default_llm == "live" and not url:
             pytest.fail(
-                f"--replay-mode {mode} needs a live LLM: pass llm_url= or set REPLAY_LLM_URL",
+                f"--replay-mode {mode.name} needs a live LLM: pass llm_url= or set REPLAY_LLM_URL",
                 pytrace=False,
             )
-        if mode == "offline":
-            recorded = read_cassette(self.cassette)
-            result = offline(
-                case,
-                agent,
-                tools,
-                recorded,
-                self._tmp / "offline.cassette",
-                llm_base_url=url or "http://127.0.0.1:9/v1",
-                settings=settings,
-            )
-        else:
-            out = self.cassette if mode == "record" else self._tmp / "sandbox.cassette"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            result = sandbox(case, agent, tools, out, llm_base_url=str(url), settings=settings)
+        recorded = mode.needs_recorded(mode.default_llm, False)
+        out = self.cassette if mode.records else self._tmp / f"{mode.name}.cassette"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        plan = TrialPlan(
+            case=case,
+            mode=mode.name,
+            out=out,
+            agent=agent,
+            tools=tools,
+            recorded=read_cassette(self.cassette) if recorded else None,
+            llm_url=url,
+            settings=settings,
+        )
+        result = run_trial(plan)
         return Outcome(result.outcome.verdict.value, result.outcome.evidence, result)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import recorder
 import replay
-from replay import graders
+from replay import graders, modes
 
 RECORDER = [
     "DEFAULT_IGNORE_HOSTS",
@@ -87,6 +87,8 @@ REPLAY = [
     "Suite",
     "TableDiff",
     "ToolCallSpec",
+    "ToolFactory",
+    "TrialPlan",
     "TrialConnection",
     "World",
     "load_case",
@@ -97,6 +99,7 @@ REPLAY = [
     "load_callable",
     "offline",
     "review",
+    "run_trial",
     "sandbox",
     # runs, the store, metrics, reports
     "CaseCounts",
@@ -143,13 +146,16 @@ GRADERS = [
     "BUILT_IN",
     "PASS_SCORE",
     "REGISTRY",
+    "VERSIONS",
     "Approx",
     "Assertion",
+    "Cause",
     "Check",
     "Context",
     "Dimension",
     "Grade",
     "Grader",
+    "GraderUse",
     "Judge",
     "Outcome",
     "SqliteWorld",
@@ -162,8 +168,37 @@ GRADERS = [
     "run_graders",
 ]
 
-PACKAGES = [(recorder, RECORDER), (replay, REPLAY), (graders, GRADERS)]
-IDS = ["recorder", "replay", "replay.graders"]
+MODES = [
+    "NO_LLM_URL",
+    "REGISTRY",
+    "Agent",
+    "Environment",
+    "Mode",
+    "Prices",
+    "Steps",
+    "ToolFactory",
+    "TrialPlan",
+    "TrialResult",
+    "as_function",
+    "cassette_name",
+    "drive",
+    "drive_async",
+    "judge_cassette",
+    "load_callable",
+    "offline",
+    "offline_steps",
+    "recorded_base_url",
+    "register",
+    "review",
+    "run_trial",
+    "sandbox",
+    "sandbox_steps",
+    "trial_cost",
+    "trial_steps",
+]
+
+PACKAGES = [(recorder, RECORDER), (replay, REPLAY), (graders, GRADERS), (modes, MODES)]
+IDS = ["recorder", "replay", "replay.graders", "replay.modes"]
 
 
 def _public(module: ModuleType) -> set[str]:
@@ -216,6 +251,6 @@ def test_nothing_private_is_exported() -> None:
 def test_replay_exports_load_lazily_from_one_table() -> None:
     exports: dict[str, str] = replay._EXPORTS
     assert set(exports) == set(replay.__all__)
-    assert all(target.startswith("._") for target in exports.values())
+    assert all(target.startswith(("._", ".modes")) for target in exports.values())
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         replay.nope  # noqa: B018

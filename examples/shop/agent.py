@@ -1,7 +1,7 @@
 """The demo agent: an ordinary tool-calling loop on the official OpenAI SDK.
 
 ``agent(instruction, env)`` is the entry point ``replay run --agent
-examples.shop:agent`` calls (see ``replay._modes.Environment``);
+examples.shop:agent`` calls (see ``replay.Environment``);
 ``run_agent`` is the same loop for code that holds its tools directly.
 """
 
@@ -16,7 +16,7 @@ from openai import OpenAI
 from recorder import Tool
 
 if TYPE_CHECKING:
-    from replay._modes import Environment
+    from replay import Environment
 
 SYSTEM_PROMPT = (
     "You are a customer-support agent for a small shop. Use the tools to act; "

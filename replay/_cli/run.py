@@ -15,6 +15,7 @@ from .._calibration import MIN_AGREEMENT, MIN_LABELS
 from .._faults import parse_faults
 from .._runner import RunSpec, execute
 from .._store import DEFAULT_PATH, Store
+from ..modes import REGISTRY
 
 
 def _settings(pairs: tuple[str, ...]) -> dict[str, object]:
@@ -49,9 +50,10 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 @click.option("--run", "name", required=True, help="Name of the run (or of the run to resume).")
 @click.option(
     "--mode",
-    type=click.Choice(["review", "offline", "sandbox"]),
+    type=click.Choice(list(REGISTRY)),
     default="sandbox",
     show_default=True,
+    help="; ".join(f"{m.name}: {m.summary}" for m in REGISTRY.values()) + ".",
 )
 @click.option("--agent", help="The agent, module:function (offline, sandbox).")
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
@@ -67,7 +69,9 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     "--llm",
     type=click.Choice(["live", "frozen"]),
     default=None,
-    help="A live endpoint, or answers from the cassettes. [default: live; offline: frozen]",
+    help="A live endpoint, or answers from the cassettes. [default: the mode's: "
+    + "; ".join(f"{m.name}: {m.default_llm}" for m in REGISTRY.values() if m.llm)
+    + "]",
 )
 @click.option("--llm-url", help="OpenAI-compatible base URL for a live LLM.")
 @click.option(
@@ -263,11 +267,11 @@ def run(
         spec = RunSpec(
             name=name,
             cases=[str(c.resolve()) for c in cases],
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,
             trials=trials,
             agent=agent,
             tools=tools,
-            llm=llm or ("frozen" if mode == "offline" else "live"),  # type: ignore[arg-type]
+            llm=llm,  # type: ignore[arg-type]
             llm_url=llm_url,
             cassettes=str(cassettes.resolve()) if cassettes else None,
             model=model,

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 
 from recorder import HttpEvent, ToolEvent, llm_call
 
 from ._core import Grade, Trial, Verdict, grader
 from ._expr import Context
+from ._reference import matches_reference as grade_reference
 
 LOOP_REPEATS = 3
 """The same tool with the same arguments this many times is a loop."""
@@ -19,6 +21,16 @@ LOOP_REPEATS = 3
 
 def _call_text(name: str, args: dict[str, object]) -> str:
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def loops(calls: Sequence[ToolEvent]) -> list[str]:
+    """The calls made ``LOOP_REPEATS`` times or more with the same arguments, described."""
+    repeats = Counter((c.name, json.dumps(c.args, sort_keys=True, default=str)) for c in calls)
+    return [
+        f"{_call_text(name, json.loads(args))} called {times} times"
+        for (name, args), times in repeats.items()
+        if times >= LOOP_REPEATS
+    ]
 
 
 @grader("rule")
@@ -32,10 +44,7 @@ def rule(trial: Trial) -> Grade:
     calls = [e for e in trial.cassette.events if isinstance(e, ToolEvent)]
     problems: list[str] = []
     veto = False
-    repeats = Counter((c.name, json.dumps(c.args, sort_keys=True, default=str)) for c in calls)
-    for (name, args), times in repeats.items():
-        if times >= LOOP_REPEATS:
-            problems.append(f"loop: {_call_text(name, json.loads(args))} called {times} times")
+    problems += [f"loop: {loop}" for loop in loops(calls)]
     called = {c.name for c in calls}
     for name in sorted(called & set(case.forbidden_tools)):
         problems.append(f"forbidden tool {name} was called")
@@ -103,9 +112,6 @@ def replay_misses(trial: Trial) -> list[Grade]:
 def matches_reference(trial: Trial) -> list[Grade]:
     """Pass when the trial leaves every row as the case's reference solution does.
 
-    Registered here, with the other built-ins, so the registry holds it whatever
-    was imported first; the work is in ``replay._reference``.
+    Registered here, with the other built-ins; the work is in ``._reference``.
     """
-    from .._reference import matches_reference as grade
-
-    return grade(trial)
+    return grade_reference(trial)

@@ -92,15 +92,23 @@ class Grader(Protocol):
 
 REGISTRY: dict[str, Grader] = {}
 """Graders by name; built-ins register here the same way users' do."""
+VERSIONS: dict[str, str] = {}
+"""Each registered grader's version (``@grader(name, version=...)``), pinned with every run."""
 
 
-def grader(name: str) -> Callable[[Grader], Grader]:
-    """Register a grader under ``name``."""
+def grader(name: str, *, version: str = "1") -> Callable[[Grader], Grader]:
+    """Register a grader under ``name``.
+
+    ``version`` goes in the pins of every run that uses it: bump it when the
+    grader's verdicts change, so ``replay gate`` does not compare runs graded
+    differently.
+    """
 
     def register(fn: Grader) -> Grader:
         if name in REGISTRY:
             raise ValueError(f"a grader named {name!r} is already registered")
         REGISTRY[name] = fn
+        VERSIONS[name] = version
         return fn
 
     return register
@@ -110,35 +118,57 @@ BUILT_IN = ("replay", "rule", "state", "matches_reference")
 """The graders every trial gets; a case's ``graders:`` and ``replay run --grader`` add more."""
 
 
-def resolve(names: Iterable[str]) -> list[str]:
-    """Registered grader names for ``names``, importing ``module:name`` entries' modules.
+@dataclass(frozen=True)
+class GraderUse:
+    """A grader as a case or run names it: its registered name and the arguments it is given.
+
+    A grader with arguments is called ``grader(trial, **args)``.
+    """
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def pin(self) -> dict[str, Any]:
+        """What the run's pins say of it."""
+        return {"version": VERSIONS.get(self.name), "args": dict(self.args)}
+
+
+def resolve(entries: Iterable[str | GraderUse]) -> list[GraderUse]:
+    """The graders ``entries`` name, importing ``module:name`` entries' modules.
 
     A grader registers when its module is imported; ``module:name`` names the
     module, so a worker process that has not imported it yet registers it here.
+    A name given twice with the same arguments runs once.
 
     Raises:
         ConfigError: A module cannot be imported (or raises when imported).
     """
-    out: list[str] = []
-    for entry in names:
-        module, colon, name = entry.rpartition(":")
+    out: dict[tuple[str, str], GraderUse] = {}
+    for entry in entries:
+        use = entry if isinstance(entry, GraderUse) else GraderUse(entry)
+        module, colon, name = use.name.rpartition(":")
         if colon and module:
             try:
                 importlib.import_module(module)
             except Exception as exc:  # not found, or raises on import (a syntax error...)
                 what = f"{type(exc).__name__}: {exc}"
-                raise ConfigError(f"grader {entry!r}: cannot import {module!r} ({what})") from None
-        out.append(name if colon else entry)
-    return list(dict.fromkeys(out))
+                raise ConfigError(
+                    f"grader {use.name!r}: cannot import {module!r} ({what})"
+                ) from None
+            use = GraderUse(name, use.args)
+        out.setdefault((use.name, repr(sorted(use.args.items()))), use)
+    return list(out.values())
 
 
-def run_graders(trial: Trial, names: Iterable[str] | None = None) -> list[Grade]:
+def run_graders(trial: Trial, names: Iterable[str | GraderUse] | None = None) -> list[Grade]:
     """Run graders on a trial; one that raises yields an ``error`` grade, not a crash.
 
     A name nobody registered is an ``error`` grade saying so.
     """
     grades: list[Grade] = []
-    for name in names if names is not None else list(REGISTRY):
+    entries = names if names is not None else list(REGISTRY)
+    for use in (e if isinstance(e, GraderUse) else GraderUse(e) for e in entries):
+        name = use.name
         if name not in REGISTRY:
             known = ", ".join(sorted(REGISTRY))
             why = (
@@ -148,7 +178,8 @@ def run_graders(trial: Trial, names: Iterable[str] | None = None) -> list[Grade]
             grades.append(Grade(name, Verdict.ERROR, (why,)))
             continue
         try:
-            result = REGISTRY[name](trial)
+            fn: Any = REGISTRY[name]
+            result = fn(trial, **use.args) if use.args else fn(trial)
             grades.extend([result] if isinstance(result, Grade) else list(result))
         except Exception as exc:  # a broken grader is a failed grade, the run goes on
             where = traceback.extract_tb(exc.__traceback__)[-1]
@@ -161,18 +192,34 @@ PASS_SCORE = 0.8
 """Weighted and hybrid scoring pass a trial whose score reaches this."""
 
 
+class Cause(str, enum.Enum):
+    """Whose fault an ``error`` trial is, when it is not a grader's verdict."""
+
+    AGENT = "agent"
+    """The agent raised (its exception is recorded in the cassette)."""
+    USER = "user"
+    """The simulated user failed (its endpoint erred, or it said nothing)."""
+    HARNESS = "harness"
+    """The trial could not run (a bad world, a worker that died with it...)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A trial's verdict from its grades."""
+    """A trial's verdict from its grades, and why when no grade is to blame."""
 
     verdict: Verdict
     score: float | None
     grades: tuple[Grade, ...] = field(default_factory=tuple)
+    cause: Cause | None = None
+    """Set when the trial is an ``error`` that is the agent's, the user's or the harness's."""
+    detail: tuple[str, ...] = ()
+    """What went wrong, for the ``cause``."""
 
     @property
     def evidence(self) -> list[str]:
-        """Evidence of the grades that did not pass."""
-        return [
+        """The cause first, then the evidence of the grades that did not pass."""
+        cause = [f"{self.cause.value}: {line}" for line in self.detail] if self.cause else []
+        return cause + [
             f"{g.grader}{' (advisory)' if g.advisory else ''}: {e}"
             for g in self.grades
             if g.verdict != Verdict.PASS

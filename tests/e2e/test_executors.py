@@ -142,13 +142,13 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
 
 
 def _scratch() -> set[Path]:
-    return set(Path(_work._SCRATCH).glob("replay-work-*"))
+    return set(_work.scratch_root().glob("replay-work-*"))
 
 
 def test_a_dead_workers_scratch_folders_are_swept_a_live_ones_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_work, "_SCRATCH", str(tmp_path))
+    monkeypatch.setenv(_work.SCRATCH_ENV, str(tmp_path))
     dead = subprocess.Popen(["true"])  # a process that has exited: its pid is free
     dead.wait()
     folders = [

@@ -107,8 +107,9 @@ def test_a_failing_simulated_user_is_reported_apart_from_the_agent(tmp_path: Pat
     assert code == 0, err
     (trial,) = Store(store).trials("r")
     assert trial["verdict"] == "error"  # out of the pass rates
-    (grade,) = [g for g in Store(store).grades("r") if g["grader"] == "user"]
-    assert grade["evidence"] == ["the simulated user failed: its endpoint answered HTTP 500"]
+    assert trial["cause"] == "user"  # the user's fault, not a grader's verdict
+    assert trial["cause_detail"] == ["the simulated user failed: its endpoint answered HTTP 500"]
+    assert Store(store).grades("r") == []  # nothing was graded: the conversation was cut
     _, out, _ = replay("report", "r", "--store", store)
     assert (
         "refund-chat: the simulated user failed (error trials, not counted against the agent)"

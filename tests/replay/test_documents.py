@@ -14,9 +14,9 @@ from recorder import ToolEvent, read_cassette, record, tool
 from replay._case import load_case
 from replay._diff import StateDiff
 from replay._documents import Documents
-from replay._modes import Environment, sandbox
 from replay._world import Fixture
 from replay.graders import Assertion, Context, SqliteWorld, Verdict
+from replay.modes import Environment, sandbox
 
 STATE = {
     "users": {

@@ -12,9 +12,9 @@ from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import ConfigError, HttpEvent, WarningEvent, read_cassette
 from replay._case import load_case
 from replay._faults import Fault, FaultInjector, InjectedFault, ToolHTTPError, ToolTimeout
-from replay._modes import sandbox
 from replay._store import Store
 from replay.graders import Verdict
+from replay.modes import sandbox
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 
@@ -188,7 +188,7 @@ def test_review_refuses_run_faults(tmp_path: Path) -> None:
 
 
 def test_offline_faults_wrap_the_frozen_tools(tmp_path: Path) -> None:
-    from replay._modes import offline
+    from replay.modes import offline
 
     golden = read_cassette(REPO / "cassettes" / "refund-4812.cassette")
     case = load_case(CASES / "refund-4812.yaml")

@@ -9,9 +9,9 @@ import pytest
 
 from recorder import HttpEvent, read_cassette
 from replay._case import load_case
-from replay._modes import review
 from replay.graders import Dimension, Judge, Verdict, combine
 from replay.graders._judge import parse_verdict
+from replay.modes import review
 from replay.stub_llm import Fail, JudgePolicy, Reply, StubLLM
 from tests.helpers import REPO
 

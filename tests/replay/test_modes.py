@@ -12,8 +12,8 @@ import pytest
 from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import ConfigError, HttpEvent, Tool, ToolEvent, read_cassette, tool
 from replay._case import load_case
-from replay._modes import Environment, load_callable, offline, review, sandbox
 from replay.graders import Verdict
+from replay.modes import Environment, load_callable, offline, review, sandbox
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
 from tests.helpers import REPO
 
@@ -221,7 +221,7 @@ def test_concurrent_trials_keep_to_their_own_cassettes(tmp_path: Path) -> None:
 
 
 def test_costs_from_prices_and_the_cost_budget(recorded: Path) -> None:
-    from replay._modes import trial_cost
+    from replay.modes import trial_cost
 
     cassette = read_cassette(recorded)
     summary = cassette.summary()
@@ -376,7 +376,7 @@ def test_an_async_tool_is_awaitable_in_sandbox_and_offline_alike(tmp_path: Path)
 
 
 def test_env_functions_bind_positional_arguments_of_a_method_tool() -> None:
-    from replay._modes import as_function
+    from replay.modes import as_function
 
     class Shop:
         @tool(writes=True)

@@ -17,8 +17,8 @@ from replay._check import check_case
 from replay._cli.main import cli
 from replay._documents import Documents
 from replay._import_tau2 import Imported
-from replay._modes import Environment, offline, sandbox
 from replay.graders import Verdict
+from replay.modes import Environment, offline, sandbox
 
 pytest.importorskip(
     "tau2.domains.airline.environment",

@@ -1,0 +1,161 @@
+"""What an agent gets besides its instruction: its tools, its LLM, its user."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from recorder import Tool
+
+from .._faults import FaultInjector
+from .._user import UserChannel
+
+
+@dataclass
+class Environment:
+    """What an agent gets besides its instruction.
+
+    Attributes:
+        tools: Tool specs in OpenAI ``tools`` format, to hand to the model.
+        call_tool: ``call_tool(name, arguments) -> result`` (an awaitable for an async
+            tool); raises what the tool raises (in offline mode, ``FixtureUnsupported``
+            for an unseen call).
+        llm_base_url: Base URL of the OpenAI-compatible endpoint to use.
+        model: Model id to ask for (``--model``), or None for the agent's default.
+        settings: Everything else given with ``--set`` (temperature, prompt...).
+        api_key: Key to send; the endpoint under test decides whether it matters.
+        user: The simulated user of a multi-turn case (its opening message is the
+            instruction), or None.
+        functions: The same tools as Python functions, for an agent framework to wrap
+            with its own decorator (``function_tool(f)``, ``Agent(tools=[...])``,
+            ``StructuredTool.from_function``): each has its tool's name, signature,
+            annotations and docstring, and is a coroutine function where the tool
+            is, so the framework builds the schema it always does. Calling one is
+            ``call_tool`` (recorded; offline, answered from the cassette).
+    """
+
+    tools: list[dict[str, Any]]
+    call_tool: Callable[[str, Mapping[str, Any]], Any]
+    llm_base_url: str
+    model: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    api_key: str = "sk-replay"
+    user: UserChannel | None = None
+    """Multi-turn cases: ``user.say(text)`` returns the user's answer (None: it has ended)."""
+    functions: Sequence[Callable[..., Any]] = field(default_factory=list)
+
+
+def as_function(
+    original: Tool[..., Any], call_tool: Callable[[str, Mapping[str, Any]], Any]
+) -> Callable[..., Any]:
+    """``original`` as a plain function calling ``call_tool``, for a framework to wrap.
+
+    It has the tool's name, signature (``Tool.signature``: annotations
+    resolved, so a framework's ``get_type_hints`` needs no globals of ours)
+    and docstring, and is ``async`` when the tool is: a framework builds from
+    it the schema it builds from the tool's own function, and awaits it when
+    it should. Arguments are bound against that signature, positionally or by
+    name, as the framework passes them.
+    """
+    name, signature = original.name, original.signature
+
+    def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        out: dict[str, Any] = {}
+        for key, value in bound.arguments.items():
+            if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                out.update(value)
+            else:
+                out[key] = value
+        return out
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return call_tool(name, arguments(args, kwargs))
+
+    async def call_async(*args: Any, **kwargs: Any) -> Any:
+        result = call(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    function: Any = call_async if inspect.iscoroutinefunction(original) else call
+    function.__signature__ = signature
+    function.__annotations__ = {
+        p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty
+    }
+    if signature.return_annotation is not signature.empty:
+        function.__annotations__["return"] = signature.return_annotation
+    target = inspect.unwrap(original)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = getattr(target, "__doc__", None) or original.description  # as written
+    function.__module__ = getattr(target, "__module__", __name__)
+    return call_async if function is call_async else call
+
+
+def environment(
+    tools: Sequence[Tool[..., Any]],
+    dispatch: Callable[[str, Mapping[str, Any]], Any],
+    faults: FaultInjector | None,
+    llm_base_url: str,
+    model: str | None,
+    settings: Mapping[str, Any] | None,
+    user: UserChannel | None,
+) -> Environment:
+    """The agent's environment, alike in sandbox and offline.
+
+    ``tools``' schemas, ``dispatch`` (faults injected) to call them, the same
+    as functions, and the LLM endpoint and settings.
+    """
+    if faults is not None:
+        dispatch = faults.wrap(dispatch)
+    return Environment(
+        [t.openai_schema() for t in tools],
+        dispatch,
+        llm_base_url,
+        model,
+        dict(settings or {}),
+        user=user,
+        functions=_Functions(tools, dispatch),
+    )
+
+
+class _Functions(Sequence[Callable[..., Any]]):
+    """``env.functions``, built on first use.
+
+    Most agents never ask, and each costs a signature read (its annotations
+    evaluated) per tool per trial.
+    """
+
+    def __init__(
+        self, tools: Sequence[Tool[..., Any]], call_tool: Callable[[str, Mapping[str, Any]], Any]
+    ) -> None:
+        self._tools, self._call_tool = tools, call_tool
+        self._built: list[Callable[..., Any]] | None = None
+
+    def _all(self) -> list[Callable[..., Any]]:
+        if self._built is None:
+            self._built = [as_function(t, self._call_tool) for t in self._tools]
+        return self._built
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
+def dispatcher(
+    tools: Sequence[Tool[..., Any]] | Mapping[str, Callable[..., Any]],
+) -> Callable[[str, Mapping[str, Any]], Any]:
+    by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
+
+    def call_tool(name: str, arguments: Mapping[str, Any]) -> Any:
+        if name not in by_name:
+            raise LookupError(f"unknown tool {name!r}; the environment has {', '.join(by_name)}")
+        return by_name[name](**arguments)
+
+    return call_tool

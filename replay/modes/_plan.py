@@ -1,0 +1,144 @@
+"""One trial's plan: everything a mode needs to run and grade it, built once.
+
+The runner's worker, the pytest plugin and the convenience functions
+(``review``, ``offline``, ``sandbox``) each build a ``TrialPlan`` and hand it
+to its mode; the mode builds the trial's channels from it and its graders
+read it. Cassette names are made here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sqlite3
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from recorder import Cassette, ConfigError, Tool
+
+from .._case import Case
+from .._faults import FaultInjector
+from .._user import UserChannel
+from .._world import World
+from ..graders import Judge
+
+if TYPE_CHECKING:
+    from ._environment import Environment
+
+Agent = Callable[[str, "Environment"], "str | Awaitable[str]"]
+"""An agent: ``agent(instruction, env) -> answer``, sync or async (its coroutine is awaited)."""
+ToolFactory = Callable[[sqlite3.Connection], Sequence[Tool[..., Any]]]
+"""``make_tools(conn) -> tools``: the case's tools over one world's connection."""
+Prices = Mapping[str, tuple[float, float]]
+"""USD per million input and output tokens, by model id."""
+LlmSource = Literal["live", "frozen"]
+
+NO_LLM_URL = "http://127.0.0.1:9/v1"
+"""The LLM address an agent gets when the LLM is frozen and its recording named none."""
+
+
+def cassette_name(case_id: str, index: int) -> str:
+    """The file name of trial ``index`` of case ``case_id``'s cassette."""
+    return f"{case_id}-{index}.cassette"
+
+
+def judge_cassette(trial_cassette: Path) -> Path:
+    """Where the judge's calls on the trial recorded in ``trial_cassette`` go (beside it)."""
+    return trial_cassette.with_name(f"{trial_cassette.stem}.judge.cassette")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialPlan:
+    """One trial, as its mode runs it.
+
+    Attributes:
+        case: The case.
+        mode: The mode's name (``replay.modes.REGISTRY``).
+        out: Where the trial's cassette goes (in review, nothing is recorded but
+            the judge's calls, beside it).
+        index: The trial's index among the case's trials.
+        agent: The agent (modes that run one).
+        tools: The case's tool factory (the agent's tools; ``matches_reference``
+            runs the case's reference solution with them).
+        recorded: The recorded trial this one replays, grades again, or answers
+            its frozen channels from.
+        llm: ``live`` (``llm_url``) or ``frozen`` (answered from ``recorded``);
+            None: the mode's default.
+        llm_url: The OpenAI-compatible endpoint a live LLM is reached at.
+        model: Model id the agent is asked to use (``env.model``).
+        settings: Everything else the agent is given (``env.settings``).
+        allow_env: Variables named like secrets the agent may still see (sandbox).
+        ignore_hosts: Hosts the trial's cassette ignores (None: the default list).
+        faults: This trial's fault injector.
+        user: The simulated user of a multi-turn case.
+        world: A world of the case's fixture to reset and use (None: one is opened).
+        judge: The LLM judge of the case's rubric.
+        prices: Model prices, for the trial's cost.
+        graders: Graders added to the case's own.
+        judge_out: Where the judge's calls are recorded (None: beside ``out``).
+    """
+
+    case: Case
+    mode: str
+    out: Path
+    index: int = 0
+    agent: Agent | None = None
+    tools: ToolFactory | None = None
+    recorded: Cassette | None = None
+    llm: LlmSource | None = None
+    llm_url: str | None = None
+    model: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    allow_env: Sequence[str] = ()
+    ignore_hosts: Sequence[str] | None = None
+    faults: FaultInjector | None = None
+    user: UserChannel | None = None
+    world: World | None = None
+    judge: Judge | None = None
+    prices: Prices | None = None
+    graders: Sequence[str] = ()
+
+    judge_out: Path | None = None
+    """Where the judge's calls are recorded (None: beside ``out``, ``judge_cassette(out)``)."""
+
+    @property
+    def judge_path(self) -> Path:
+        """Where the judge's calls on this trial are recorded."""
+        return self.judge_out or judge_cassette(self.out)
+
+    def needs_recorded(self) -> Cassette:
+        """The recorded trial, which this plan's mode cannot do without.
+
+        Raises:
+            ConfigError: The plan has none.
+        """
+        if self.recorded is None:
+            raise ConfigError(
+                f"{self.mode} of case {self.case.id!r} needs the recorded trial (a cassette)"
+            )
+        return self.recorded
+
+
+def load_callable(spec: str) -> Callable[..., Any]:
+    """Import ``module:function``.
+
+    Raises:
+        ConfigError: The spec is malformed or does not resolve to a callable.
+    """
+    module_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:  # as pytest and uvicorn do: the project's own modules
+        sys.path.insert(0, os.getcwd())
+    if not module_name or not attr:
+        raise ConfigError(f"{spec!r} is not module:function (e.g. examples.shop:agent)")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot load {spec!r}: {exc}") from None
+    if not callable(target):
+        raise ConfigError(f"{spec!r} is not callable")
+    return target  # type: ignore[no-any-return]

@@ -1,0 +1,142 @@
+"""``sandbox`` and ``record``: the agent runs against a fresh world with its real tools.
+
+``sandbox`` is a re-execution under watch: environment variables named like
+secrets are hidden from the agent (unless allowed) and HTTP may reach only
+the LLM endpoint's host. ``record`` captures a session as it really runs
+(any host, the process's environment): its cassettes are the recordings the
+other modes replay. Both run the agent in this process; neither isolates it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from recorder import Cassette, Playback
+
+from .._case import Case
+from .._diff import StateDiff
+from .._faults import FaultInjector
+from .._secrets import hidden_secrets
+from .._user import UserChannel
+from .._world import World
+from ..graders import Judge
+from ._base import Mode
+from ._drive import Steps, driven
+from ._environment import dispatcher, environment
+from ._plan import NO_LLM_URL, Agent, Prices, ToolFactory, TrialPlan
+from ._trial import TrialResult, fresh_world, graded, misses, recorded_base_url, run_agent
+
+
+def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult]:
+    started = time.perf_counter()
+    world = fresh_world(plan)
+    assert plan.tools is not None, f"{mode.name} was planned without the case's tools"
+    tools = list(plan.tools(world.conn))
+    source = Playback(plan.needs_recorded()) if mode.llm_source(plan.llm) == "frozen" else None
+    url = (recorded_base_url(source.cassette) if source else None) or plan.llm_url or NO_LLM_URL
+    env = environment(
+        tools, dispatcher(tools), plan.faults, url, plan.model, plan.settings, plan.user
+    )
+    hosts = (urlsplit(url).hostname or "",) if watched else None
+    with hidden_secrets(plan.allow_env) if watched else contextlib.nullcontext():
+        cassette = yield from run_agent(plan, env, world, source, hosts)
+    missed = misses(source, plan.user.frozen if plan.user else None)
+    diff = StateDiff.from_delta(cassette.summary().state_diff or {})
+    return graded(plan, cassette, world, diff, missed, started)
+
+
+def _sandbox(plan: TrialPlan) -> Steps[TrialResult]:
+    return _live_steps(plan, MODE, watched=True)
+
+
+def _record(plan: TrialPlan) -> Steps[TrialResult]:
+    return _live_steps(plan, RECORD, watched=False)
+
+
+MODE = Mode(
+    "sandbox",
+    "run the agent against a fresh world with its real tools, under watch",
+    {
+        "llm": "live (default), or frozen from the recording",
+        "tools": "really executed, recorded with their deltas",
+        "http": "the LLM endpoint's host only",
+        "user": "live, or frozen from the recording",
+        "world": "a fresh copy of the fixture",
+    },
+    _sandbox,
+)
+RECORD = Mode(
+    "record",
+    "record the agent as it really runs: its cassettes are recordings to replay",
+    {
+        "llm": "live, recorded",
+        "tools": "really executed, recorded with their deltas",
+        "http": "live, recorded",
+        "user": "live",
+        "world": "a fresh copy of the fixture",
+    },
+    _record,
+    llm=("live",),
+    recorded="never",
+    records=True,
+)
+
+
+def sandbox_steps(
+    case: Case,
+    agent: Agent,
+    tools: ToolFactory,
+    out: Path,
+    *,
+    llm_base_url: str = NO_LLM_URL,
+    index: int = 0,
+    model: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+    frozen: Cassette | None = None,
+    allow_env: Iterable[str] = (),
+    prices: Prices | None = None,
+    world: World | None = None,
+    judge: Judge | None = None,
+    faults: FaultInjector | None = None,
+    user: UserChannel | None = None,
+    ignore_hosts: Iterable[str] | None = None,
+    graders: Iterable[str] = (),
+) -> Steps[TrialResult]:
+    """Run ``agent`` against a fresh world with real tools; record the trial into ``out``.
+
+    As steps (see ``replay.modes``); ``sandbox`` runs them here. The LLM is
+    ``llm_base_url``, or answers from ``frozen``. Environment variables named
+    like secrets are hidden from the agent unless listed in ``allow_env``.
+    With a ``judge``, the case's rubric is judged; its calls are recorded
+    beside ``out`` (``<name>.judge.cassette``).
+    """
+    plan = TrialPlan(
+        case=case,
+        mode=MODE.name,
+        out=out,
+        index=index,
+        agent=agent,
+        tools=tools,
+        recorded=frozen,
+        llm="frozen" if frozen is not None else "live",
+        llm_url=llm_base_url,
+        model=model,
+        settings=dict(settings or {}),
+        allow_env=tuple(allow_env),
+        ignore_hosts=None if ignore_hosts is None else tuple(ignore_hosts),
+        faults=faults,
+        user=user,
+        world=world,
+        judge=judge,
+        prices=prices,
+        graders=tuple(graders),
+    )
+    return MODE.steps(plan)
+
+
+sandbox = driven(sandbox_steps)

@@ -1,0 +1,191 @@
+"""What every mode shares: the recording around the agent, and the grading after it."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from recorder import (
+    Cassette,
+    ErrorEvent,
+    HttpEvent,
+    Pins,
+    Playback,
+    Recording,
+    llm_call,
+    read_cassette,
+    record,
+)
+
+from .._diff import StateDiff
+from .._reference import reference_for
+from .._tooluse import TrialToolUse, trial_tool_use
+from .._world import World, load_fixture
+from ..graders import (
+    BUILT_IN,
+    Cause,
+    Outcome,
+    SqliteWorld,
+    Trial,
+    Verdict,
+    combine,
+    resolve,
+    run_graders,
+)
+from ._drive import Steps
+from ._environment import Environment
+from ._plan import Prices, TrialPlan
+
+
+@dataclass(frozen=True, slots=True)
+class TrialResult:
+    """One graded trial."""
+
+    case_id: str
+    index: int
+    mode: str
+    cassette: Path
+    outcome: Outcome
+    trial: Trial
+    duration: float
+    tool_use: TrialToolUse
+    """What the agent did with its tools (stored with the trial, for the report)."""
+
+
+def trial_cost(cassette: Cassette, prices: Prices | None) -> float | None:
+    """What a trial's LLM calls cost, or None when it cannot be known.
+
+    None when a model called has no price, or a call reported no token usage
+    (unknown usage is never counted as free).
+    """
+    if not prices:
+        return None
+    total = 0.0
+    for event in cassette.events:
+        if isinstance(event, HttpEvent) and (call := llm_call(event, request=False)) is not None:
+            price = prices.get(call.model or "")
+            if price is None or not call.usage_known:
+                return None
+            total += (call.input_tokens * price[0] + call.output_tokens * price[1]) / 1e6
+    return total
+
+
+def fresh_world(plan: TrialPlan) -> World:
+    """A fresh world of the case's fixture: the plan's reset if it has one (of it), else opened."""
+    fixture, world = load_fixture(plan.case.fixture), plan.world
+    if world is not None and world.fixture is fixture:
+        world.reset()
+        return world
+    return fixture.open()
+
+
+def recorded_base_url(cassette: Cassette) -> str | None:
+    """The LLM base URL a cassette's agent used: a frozen LLM answers "at" that address."""
+    for event in cassette.events:
+        if isinstance(event, HttpEvent) and (call := llm_call(event, request=False)) is not None:
+            return call.base_url
+    return None
+
+
+def misses(*sources: object) -> tuple[str, ...]:
+    """The distinct misses (unseen calls) of the trial's sources, in order."""
+    found: list[str] = []
+    for source in sources:
+        found += [str(m) for m in getattr(source, "misses", ())]
+    return tuple(dict.fromkeys(found))
+
+
+def run_agent(
+    plan: TrialPlan,
+    env: Environment,
+    world: World,
+    source: Playback | None,
+    allowed_hosts: Iterable[str] | None,
+) -> Steps[Cassette]:
+    """Run the plan's agent inside a recording into ``plan.out``.
+
+    An agent that raises is recorded (an error event), not propagated;
+    ``source`` answers the LLM (frozen), ``allowed_hosts`` (else any) may be reached.
+    """
+    case, faults, agent = plan.case, plan.faults, plan.agent
+    assert agent is not None, "a mode that runs the agent was planned without one"
+    user = {"mode": plan.mode, **(faults.pins() if faults is not None else {})}
+    rec: Recording | None = None
+    try:
+        with record(
+            plan.out,
+            world=world.conn,
+            case_id=case.id,
+            trial=plan.index,
+            pins=Pins(fixture_hash=world.fixture.hash, user=user),
+            fixture_source=str(case.fixture),
+            overwrite=True,
+            source=source,
+            allowed_hosts=allowed_hosts,
+            ignore_hosts=plan.ignore_hosts,
+            interpose=faults.http if faults is not None else None,
+        ) as rec:
+            if faults is not None:
+                faults.recording = rec
+            instruction = case.instruction
+            if env.user is not None:
+                env.user.recording = rec
+                instruction = env.user.opening()
+            answer = yield agent(instruction, env)  # the driver resolves a coroutine
+            if answer is not None:
+                rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # recorded as an error event (SystemExit too); the verdict says error
+        pass
+    written = rec.cassette if rec is not None else None
+    return written if written is not None else read_cassette(plan.out)
+
+
+def graded(
+    plan: TrialPlan,
+    cassette: Cassette,
+    world: World,
+    diff: StateDiff,
+    missed: tuple[str, ...],
+    started: float,
+) -> TrialResult:
+    """Grade a trial: the case's graders, the run's, and its judge; the agent's or user's fault."""
+    case, user, judge = plan.case, plan.user, plan.judge
+    summary = cassette.summary()
+    trial = Trial(
+        case,
+        cassette,
+        diff,
+        SqliteWorld(world.conn),
+        summary.final_answer,
+        missed,
+        trial_cost(cassette, plan.prices),
+        reference_for(case, plan.tools),
+    )
+    grades = run_graders(trial, resolve([*BUILT_IN, *case.grader_uses, *plan.graders]))
+    if judge is not None and case.rubric and summary.status != "error":
+        grades += judge.grade(trial, case.dimensions(), plan.judge_path)
+    outcome = combine(grades, case.scoring.value)
+    if user is not None and user.failure is not None:
+        # The simulated user's fault: grading the cut conversation would blame the agent.
+        outcome = Outcome(Verdict.ERROR, None, (), Cause.USER, (user.failure,))
+    elif summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
+        errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]
+        detail = tuple(f"agent raised {e.error.type}: {e.error.message}" for e in errors)
+        outcome = Outcome(
+            Verdict.ERROR, None, outcome.grades, Cause.AGENT, detail or ("the agent raised",)
+        )
+    return TrialResult(
+        case.id,
+        plan.index,
+        plan.mode,
+        cassette.path,
+        outcome,
+        trial,
+        time.perf_counter() - started,
+        trial_tool_use(case, cassette),
+    )
