@@ -135,8 +135,9 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     assert {k: v for k, v in found.items() if k[0] == "deadly"} == {
         ("deadly", i): "error" for i in range(3)
     }
-    evidence = [g["evidence"] for g in Store(store).grades("r") if g["case_id"] == "deadly"]
-    assert all("died 2 times" in e[0] for e in evidence)
+    deadly = [t for t in Store(store).trials("r") if t["case_id"] == "deadly"]
+    assert [t["cause"] for t in deadly] == ["harness"] * 3  # not the agent's verdict: it died
+    assert all("died 2 times" in t["cause_detail"][0] for t in deadly)
     # The dead workers' scratch folders (their trials in flight) went with the run.
     assert _scratch() == scratch_before
 
