@@ -115,3 +115,16 @@ def matches_reference(trial: Trial) -> list[Grade]:
     Registered here, with the other built-ins; the work is in ``._reference``.
     """
     return grade_reference(trial)
+
+
+@grader("judge")
+def judge(trial: Trial) -> list[Grade]:
+    """The case's rubric, one ``judge:<dimension>`` grade each, when the run has a judge.
+
+    A trial whose agent raised is not judged (its answer is not one).
+    """
+    if trial.judge is None or not trial.case.rubric:
+        return []
+    if trial.cassette.summary().status == "error":
+        return []
+    return trial.judge(trial)

@@ -71,6 +71,8 @@ class Trial:
     """What the trial's LLM calls cost (USD), when every model called has a price."""
     reference: Any = None
     """The reference solution's outcome, for ``matches_reference`` (``replay._reference``)."""
+    judge: Callable[[Trial], list[Grade]] | None = None
+    """The run's LLM judge, ready to judge the case's rubric (the ``judge`` grader calls it)."""
 
 
 class Grader(Protocol):
@@ -114,7 +116,7 @@ def grader(name: str, *, version: str = "1") -> Callable[[Grader], Grader]:
     return register
 
 
-BUILT_IN = ("replay", "rule", "state", "matches_reference")
+BUILT_IN = ("replay", "rule", "state", "matches_reference", "judge")
 """The graders every trial gets; a case's ``graders:`` and ``replay run --grader`` add more."""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from .._world import World, load_fixture
 from ..graders import (
     BUILT_IN,
     Cause,
+    Grade,
     Outcome,
     SqliteWorld,
     Trial,
@@ -145,6 +146,14 @@ def run_agent(
     return written if written is not None else read_cassette(plan.out)
 
 
+def _judging(plan: TrialPlan) -> Callable[[Trial], list[Grade]] | None:
+    """The plan's judge, bound to the case's rubric and to where its calls are recorded."""
+    judge = plan.judge
+    if judge is None:
+        return None
+    return lambda trial: judge.grade(trial, plan.case.dimensions(), plan.judge_path)
+
+
 def graded(
     plan: TrialPlan,
     cassette: Cassette,
@@ -154,7 +163,7 @@ def graded(
     started: float,
 ) -> TrialResult:
     """Grade a trial: the case's graders, the run's, and its judge; the agent's or user's fault."""
-    case, user, judge = plan.case, plan.user, plan.judge
+    case, user = plan.case, plan.user
     summary = cassette.summary()
     trial = Trial(
         case,
@@ -165,10 +174,9 @@ def graded(
         missed,
         trial_cost(cassette, plan.prices),
         reference_for(case, plan.tools),
+        _judging(plan),
     )
     grades = run_graders(trial, resolve([*BUILT_IN, *case.grader_uses, *plan.graders]))
-    if judge is not None and case.rubric and summary.status != "error":
-        grades += judge.grade(trial, case.dimensions(), plan.judge_path)
     outcome = combine(grades, case.scoring.value)
     if user is not None and user.failure is not None:
         # The simulated user's fault: grading the cut conversation would blame the agent.
