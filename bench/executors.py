@@ -162,8 +162,7 @@ def run(quick: bool = False) -> list[Point]:
 
 def _harness(root: Path, agent: str, executor: str, url: str, trials: int) -> Point:
     """The trials as ``replay run`` runs them (start-up: until the first could have ended)."""
-    from replay._runner import RunSpec, execute
-    from replay._store import Store
+    from replay import AgentSettings, ExecutorSettings, LlmSettings, RunSpec, Store, execute
 
     name = f"{agent}-{executor}"
     spec = RunSpec(
@@ -171,12 +170,13 @@ def _harness(root: Path, agent: str, executor: str, url: str, trials: int) -> Po
         cases=[str(root / "case.yaml")],
         mode="sandbox",
         trials=trials,
-        agent=f"bench._trial_agent:{agent}",
-        tools="bench._trial_agent:tools",
-        llm_url=url,
-        concurrency=CONCURRENCY,
-        executor=executor,  # type: ignore[arg-type]
-        workers=WORKERS,
+        agent=AgentSettings(f"bench._trial_agent:{agent}", "bench._trial_agent:tools"),
+        llm=LlmSettings(url=url),
+        executor=ExecutorSettings(
+            executor,  # type: ignore[arg-type]
+            workers=WORKERS,
+            concurrency=CONCURRENCY,
+        ),
     )
     store = Store(root / f"{name}.db")
     started = time.perf_counter()

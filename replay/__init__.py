@@ -1,10 +1,11 @@
 """Replay recorded agent sessions three ways and grade the world they leave behind.
 
 ```python
-from replay import RunSpec, Store, execute, build_report
+from replay import AgentSettings, LlmSettings, RunSpec, Store, execute, build_report
 
 spec = RunSpec(name="nightly", cases=["cases/refund.yaml"], mode="sandbox", trials=8,
-               agent="myagent:agent", tools="myagent:make_tools", llm_url=URL)
+               agent=AgentSettings("myagent:agent", "myagent:make_tools"),
+               llm=LlmSettings(url=URL))
 execute(spec, Store())
 print(build_report(Store(), "nightly").suite.pass_hat)
 ```
@@ -50,7 +51,16 @@ if _typing.TYPE_CHECKING:
     )
     from ._promote import Promoted, promote
     from ._report import CaseReport, RunReport, build_report, report_json
-    from ._runner import RunSpec, execute
+    from ._runner import execute
+    from ._spec import (
+        AgentSettings,
+        ExecutorSettings,
+        FaultSettings,
+        JudgeSettings,
+        LlmSettings,
+        RunSpec,
+        UserSettings,
+    )
     from ._store import Store
     from ._world import Fixture, TrialConnection, World
     from .modes import (
@@ -83,7 +93,13 @@ _EXPORTS = {
     "Promoted": "._promote",
     "RowUpdate": "._diff",
     "RunReport": "._report",
-    "RunSpec": "._runner",
+    "AgentSettings": "._spec",
+    "ExecutorSettings": "._spec",
+    "FaultSettings": "._spec",
+    "JudgeSettings": "._spec",
+    "LlmSettings": "._spec",
+    "RunSpec": "._spec",
+    "UserSettings": "._spec",
     "Scoring": "._case",
     "StateDiff": "._diff",
     "Store": "._store",
@@ -142,6 +158,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AgentSettings",
     "Case",
     "CaseChange",
     "CaseCounts",
@@ -150,10 +167,14 @@ __all__ = [
     "CassetteDiff",
     "Divergence",
     "Environment",
+    "ExecutorSettings",
     "ExitCode",
+    "FaultSettings",
     "Fixture",
     "GateResult",
     "HealthFlag",
+    "JudgeSettings",
+    "LlmSettings",
     "Promoted",
     "RowUpdate",
     "RunReport",
@@ -172,6 +193,7 @@ __all__ = [
     "TrialConnection",
     "TrialPlan",
     "TrialResult",
+    "UserSettings",
     "World",
     "build_report",
     "case_metrics",

@@ -47,7 +47,7 @@ from recorder import ConfigError, ReplayError
 from ._work import Blob, Done, Work, hold_patches, install_fixtures, run_work, sweep_scratch
 
 if TYPE_CHECKING:
-    from ._runner import RunSpec
+    from ._spec import RunSpec
 
 RAY_OBJECT_STORE = 256 * 1024 * 1024
 """Object store bytes for a Ray cluster started here (small: fixtures and cassettes)."""
@@ -326,21 +326,21 @@ class OnRay(Backend):
         self._started = False
         if not ray.is_initialized():
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            address = spec.ray_address or os.environ.get("RAY_ADDRESS")
+            address = spec.executor.ray_address or os.environ.get("RAY_ADDRESS")
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if not address:
                 options["object_store_memory"] = RAY_OBJECT_STORE
             ray.init(address=address, **options)
             self._started = True
-        self.workers = max(1, spec.workers)
-        self.slots = max(1, spec.concurrency)
+        self.workers = max(1, spec.executor.workers)
+        self.slots = max(1, spec.executor.concurrency)
         per_actor = max(1, math.ceil(self.slots / self.workers))
         self._actor = ray.remote(_RayWorker).options(max_concurrency=per_actor, num_cpus=0)
         self._blobs = ray.put(dict(blobs))
         # Ray takes a local folder as a runtime environment only in ray.init(), which a
         # session already started (a notebook's, a test's) has done: the code travels as
         # a zip in the object store, put once, and each actor unpacks it.
-        self._code = ray.put(pack(spec.ship)) if spec.ship else None
+        self._code = ray.put(pack(spec.executor.ship)) if spec.executor.ship else None
         self._actors = self._spawn()
         self._next = 0
 
@@ -380,18 +380,18 @@ class OnDask(Backend):
                 "--executor dask needs Dask: pip install 'agent-replay[dask]'"
             ) from None
         self._cluster = None
-        if spec.dask_address:
-            self._client = Client(spec.dask_address)
+        if spec.executor.dask_address:
+            self._client = Client(spec.executor.dask_address)
         else:
             import dask
 
-            workers = max(1, spec.workers)
+            workers = max(1, spec.executor.workers)
             # The driver retries what a dead worker lost (alone, bounded): Dask retrying it
             # too would run a trial that kills its worker 4 times per driver attempt.
             with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
                 self._cluster = LocalCluster(
                     n_workers=workers,
-                    threads_per_worker=max(1, math.ceil(spec.concurrency / workers)),
+                    threads_per_worker=max(1, math.ceil(spec.executor.concurrency / workers)),
                     processes=True,
                     dashboard_address=None,
                 )
@@ -399,7 +399,7 @@ class OnDask(Backend):
         # A plugin, not a one-off client.run: workers that join later (a nanny's restart
         # after a crash, autoscaling) get the fixtures and the interceptors too.
         self._client.register_plugin(_dask_setup([os.getcwd(), *sys.path], dict(blobs)))
-        self.slots = max(1, spec.concurrency)
+        self.slots = max(1, spec.executor.concurrency)
         self._workerless_since: float | None = None
         # pure=False: a trial resubmitted after a crash must run again, not hit the cache.
         self._executor: Executor = self._client.get_executor(pure=False)
@@ -459,12 +459,12 @@ def _dask_setup(path: list[str], blobs: Mapping[str, Blob]) -> Any:
 
 def backend(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:
     """The backend ``spec`` asks for (``blobs`` is called only when workers need them)."""
-    if spec.executor == "ray":
+    if spec.executor.kind == "ray":
         return OnRay(spec, blobs())
-    if spec.executor == "dask":
+    if spec.executor.kind == "dask":
         return OnDask(spec, blobs())
-    if spec.executor != "local":
-        raise ConfigError(f"unknown executor {spec.executor!r}; use local, ray or dask")
-    if spec.workers <= 1:
-        return InProcess(spec.concurrency)
-    return Processes(spec.workers, spec.concurrency, blobs())
+    if spec.executor.kind != "local":
+        raise ConfigError(f"unknown executor {spec.executor.kind!r}; use local, ray or dask")
+    if spec.executor.workers <= 1:
+        return InProcess(spec.executor.concurrency)
+    return Processes(spec.executor.workers, spec.executor.concurrency, blobs())

@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -38,7 +38,7 @@ from recorder import (
     write_cassette,
 )
 
-from ._runner import RunSpec
+from ._spec import RunSpec
 from ._store import Store
 
 GRADER = "tau-bench"
@@ -315,7 +315,7 @@ def import_tau_bench_trajectories(
         _write(trial, target, domain=domain, model=model, source=path.name, started=started)
     # The spec is a RunSpec, as every run's is: a review of the recorded cassettes
     # (graded by tau-bench, not re-graded), with no case file to run again.
-    spec = asdict(RunSpec(name=run, cases=[], mode="review", cassettes=str(out), out=str(out)))
+    spec = RunSpec(name=run, cases=[], mode="review", cassettes=str(out), out=str(out)).to_stored()
     pins = {
         "mode": "import",
         "source": "tau-bench",

@@ -13,89 +13,22 @@ import queue
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from recorder import ConfigError, __version__, patched, read_header
 
 from . import graders
-from ._calibration import MIN_AGREEMENT, MIN_LABELS, calibrated_judges
+from ._calibration import calibrated_judges
 from ._case import Case, load_case
 from ._executors import Backend, backend
 from ._faults import Fault, parse_faults
+from ._spec import RunSpec
 from ._store import Store
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
 from ._world import load_fixture
 from .graders import Judge
 from .modes import REGISTRY, Mode, cassette_name, load_callable
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything that defines a run (stored with it, so it can be resumed)."""
-
-    name: str
-    cases: list[str]
-    """Case file paths."""
-    mode: str
-    """A registered mode's name (``replay.modes.REGISTRY``)."""
-    trials: int = 1
-    agent: str | None = None
-    """``module:function`` of the agent (offline and sandbox)."""
-    tools: str | None = None
-    """``module:function`` returning the tools for a world connection (offline and sandbox)."""
-    llm: Literal["live", "frozen"] | None = None
-    """Where the LLM's answers come from (None: the mode's default)."""
-    llm_url: str | None = None
-    """The OpenAI-compatible endpoint the agent talks to when the LLM is live."""
-    cassettes: str | None = None
-    """Directory of recorded cassettes (review and offline), found by case id."""
-    out: str | None = None
-    """Directory for the trials' cassettes (default: beside the store)."""
-    model: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-    concurrency: int = 1
-    """Trials in flight at once, over all workers."""
-    allow_env: list[str] = field(default_factory=list)
-    """Environment variables named like secrets the agent may still see (sandbox)."""
-    ignore_hosts: list[str] = field(default_factory=list)
-    """Hosts (``host`` or ``host/path``) the trials' cassettes ignore, besides the default list."""
-    default_ignore: bool = True
-    """Ignore the default list of tracing endpoints (``recorder.DEFAULT_IGNORE_HOSTS``)."""
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
-    """USD per million input and output tokens, by model: for costs and max_cost."""
-    judge_url: str | None = None
-    """OpenAI-compatible endpoint of the LLM judge that grades the cases' rubrics."""
-    judge_model: str | None = None
-    judge_timeout: float = 60.0
-    judge_min_labels: int = MIN_LABELS
-    """Human labels a judge needs before its grades count (0: they count at once)."""
-    judge_min_agreement: float = MIN_AGREEMENT
-    """Agreement with those labels a judge must exceed before its grades count."""
-    no_judge: bool = False
-    """Skip rubric grading even where cases have a rubric."""
-    graders: list[str] = field(default_factory=list)
-    """Graders added to every case's (registered names, or ``MODULE:NAME``)."""
-    user: Literal["live", "frozen"] = "live"
-    """Multi-turn cases: a live simulated user, or one answering from the cassettes."""
-    user_url: str | None = None
-    """OpenAI-compatible endpoint of the live simulated user (default: ``llm_url``)."""
-    user_model: str = "user-sim"
-    faults: list[str] = field(default_factory=list)
-    """Faults (``KIND[:TOOL][@RATE]``) injected in every case's trials, after the case's own."""
-    fault_seed: int = 0
-    """Seeds each trial's fault draws (with the case id and trial index)."""
-    executor: Literal["local", "ray", "dask"] = "local"
-    """Where trials run (see ``replay._executors``)."""
-    workers: int = 1
-    """Worker processes (local), Ray actors or Dask workers; 1 locally: this process."""
-    ray_address: str | None = None
-    """A Ray cluster to join (default: ``RAY_ADDRESS``, else a local one is started)."""
-    ship: str | None = None
-    """A folder with the agent's code, shipped to Ray workers as their working directory."""
-    dask_address: str | None = None
-    """A Dask scheduler to use (default: a local cluster)."""
 
 
 def _check_graders(spec: RunSpec, cases: list[Case]) -> None:
@@ -158,20 +91,20 @@ def execute(
             raise ConfigError(f"case id {case.id!r} is used by {seen[case.id]} and {case.path}")
         seen[case.id] = str(case.path)
     mode = REGISTRY[spec.mode]
-    llm = mode.llm_source(spec.llm)
-    if mode.runs_agent and llm == "live" and not spec.llm_url:
+    llm = mode.llm_source(spec.llm.source)
+    if mode.runs_agent and llm == "live" and not spec.llm.url:
         raise ConfigError(
             f"{mode.name} with a live LLM needs --llm-url (the endpoint the agent uses)"
         )
-    faults = parse_faults(spec.faults)
+    faults = parse_faults(spec.faults.faults)
     if faults and not mode.runs_agent:  # (a case's own faults are moot: no agent runs)
         raise ConfigError(f"faults are injected where the agent runs, not in {mode.name}")
     jobs = _jobs(spec, mode, cases)
     judge = _judge(spec, cases, store)
-    if mode.runs_agent and (not spec.agent or not spec.tools):
+    if mode.runs_agent and (not spec.agent.entry or not spec.agent.tools):
         raise ConfigError(f"{mode.name} mode needs --agent MOD:FN and --tools MOD:FN")
-    if spec.executor == "local":  # fail early; on a cluster the code may live on workers only
-        for named in (spec.agent if mode.runs_agent else None, spec.tools):
+    if spec.executor.kind == "local":  # fail early; on a cluster the code may live on workers only
+        for named in (spec.agent.entry if mode.runs_agent else None, spec.agent.tools):
             if named:
                 load_callable(named)
         _check_graders(spec, cases)
@@ -179,7 +112,7 @@ def execute(
         if store.run(spec.name) is None:
             raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")
     else:
-        store.start_run(spec.name, asdict(spec), _pins(spec, mode, cases))
+        store.start_run(spec.name, spec.to_stored(), _pins(spec, mode, cases))
     done = store.finished_trials(spec.name)
     todo = [j for j in jobs if (j.case.id, j.index) not in done]
     out = Path(spec.out) if spec.out else store.path.parent / "cassettes" / spec.name
@@ -345,30 +278,30 @@ class _Driver:
 
 
 def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
-    if spec.no_judge:
+    if not spec.judge.enabled:
         return None
     judged = [c.id for c in cases if c.rubric]
-    if not spec.judge_url:
+    if not spec.judge.url:
         if judged:
             raise ConfigError(
                 f"case {', '.join(judged)} has a rubric: give --judge-url URL --judge-model "
                 "MODEL (an OpenAI-compatible endpoint), or --no-judge to skip rubric grading"
             )
         return None
-    if not spec.judge_model:
+    if not spec.judge.model:
         raise ConfigError("--judge-url needs --judge-model (the judge model to ask for)")
     return Judge(
-        spec.judge_url,
-        spec.judge_model,
-        timeout=spec.judge_timeout,
-        calibrated=calibrated_judges(store, spec.judge_min_labels, spec.judge_min_agreement),
+        spec.judge.url,
+        spec.judge.model,
+        timeout=spec.judge.timeout,
+        calibrated=calibrated_judges(store, spec.judge.min_labels, spec.judge.min_agreement),
     )
 
 
 def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
-    llm = mode.llm_source(spec.llm)
+    llm = mode.llm_source(spec.llm.source)
     talking = [c for c in cases if c.user is not None] if mode.runs_agent else []
-    frozen_user = spec.user == "frozen" and bool(talking)
+    frozen_user = spec.user.source == "frozen" and bool(talking)
     if frozen_user and mode.recorded == "never":
         raise ConfigError(f"{mode.name} mode talks with a live user only: give --user live")
     if mode.needs_recorded(llm, frozen_user) and not spec.cassettes:
@@ -376,7 +309,7 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
             raise ConfigError(f"{mode.name} mode needs --cassettes DIR (the recorded trials)")
         source = "LLM" if llm == "frozen" else "user"
         raise ConfigError(f"a frozen {source} needs --cassettes to answer from")
-    if talking and spec.user == "live" and not (spec.user_url or spec.llm_url):
+    if talking and spec.user.source == "live" and not (spec.user.url or spec.llm.url):
         raise ConfigError(
             f"case {talking[0].id!r} talks with a simulated user: give --user-url URL "
             "(or --llm-url), or --user frozen with --cassettes"
@@ -384,7 +317,7 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
     jobs = []
     by_case = recorded_cassettes(Path(spec.cassettes)) if spec.cassettes else {}
     for case in cases:
-        needs = mode.needs_recorded(llm, spec.user == "frozen" and case in talking)
+        needs = mode.needs_recorded(llm, spec.user.source == "frozen" and case in talking)
         recorded = by_case.get(case.id, []) if needs else []
         if needs and not recorded:
             raise ConfigError(f"no cassette for case {case.id!r} in {spec.cassettes}")
@@ -418,18 +351,23 @@ def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
 def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
     return {
         "mode": mode.name,
-        "agent": spec.agent,
-        "tools": spec.tools,
-        "model": spec.model,
-        "llm": mode.llm_source(spec.llm),
-        "settings": spec.settings,
+        "agent": spec.agent.entry,
+        "tools": spec.agent.tools,
+        "model": spec.agent.model,
+        "llm": mode.llm_source(spec.llm.source),
+        "settings": spec.agent.settings,
         "grader_version": __version__,
         "graders": _grader_pins(spec, cases),
-        "judge": {"model": spec.judge_model, "timeout": spec.judge_timeout}
-        if spec.judge_url and not spec.no_judge
+        "judge": {"model": spec.judge.model, "timeout": spec.judge.timeout}
+        if spec.judge.url and spec.judge.enabled
         else None,
-        "faults": {"seed": spec.fault_seed, "run": spec.faults} if spec.faults else None,
-        "user": {"source": spec.user, "model": spec.user_model if spec.user == "live" else None}
+        "faults": (
+            {"seed": spec.faults.seed, "run": spec.faults.faults} if spec.faults.faults else None
+        ),
+        "user": {
+            "source": spec.user.source,
+            "model": spec.user.model if spec.user.source == "live" else None,
+        }
         if any(c.user is not None for c in cases)
         else None,
         "fixtures": {c.id: load_fixture(c.fixture).hash for c in cases},

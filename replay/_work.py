@@ -47,7 +47,7 @@ from .modes import (
 )
 
 if TYPE_CHECKING:
-    from ._runner import RunSpec
+    from ._spec import RunSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +169,8 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
         install_fixtures(fixtures)
     spec = work.spec
     mode = REGISTRY[spec.mode]
-    agent = load_callable(spec.agent) if mode.runs_agent and spec.agent else None
-    tools = load_callable(spec.tools) if spec.tools else None
+    agent = load_callable(spec.agent.entry) if mode.runs_agent and spec.agent.entry else None
+    tools = load_callable(spec.agent.tools) if spec.agent.tools else None
     # patched(): held already in workers and in a driver running trials itself (then free).
     scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_root())
     with patched(), scratch as tmp:
@@ -268,13 +268,13 @@ def _plan(
     recorded = read_cassette(job.recorded) if job.recorded is not None else None
     user = None
     if job.case.user is not None and mode.runs_agent:
-        if spec.user == "frozen":
+        if spec.user.source == "frozen":
             if recorded is None:
                 raise ConfigError(f"a frozen user needs the recorded trial of {job.case.id!r}")
             user = UserChannel(job.case.user, frozen=FrozenUser(recorded))
         else:
-            url = spec.user_url or spec.llm_url or ""
-            user = UserChannel(job.case.user, live=LiveUser(url, spec.user_model))
+            url = spec.user.url or spec.llm.url or ""
+            user = UserChannel(job.case.user, live=LiveUser(url, spec.user.model))
     every = [*job.case.faults, *faults] if mode.runs_agent else []
     return TrialPlan(
         case=job.case,
@@ -284,21 +284,21 @@ def _plan(
         agent=agent,
         tools=tools,
         recorded=recorded,
-        llm=spec.llm,
-        llm_url=spec.llm_url,
-        model=spec.model,
-        settings=spec.settings,
-        allow_env=tuple(spec.allow_env),
+        llm=spec.llm.source,
+        llm_url=spec.llm.url,
+        model=spec.agent.model,
+        settings=spec.agent.settings,
+        allow_env=tuple(spec.agent.allow_env),
         ignore_hosts=(
-            (*DEFAULT_IGNORE_HOSTS, *spec.ignore_hosts)
-            if spec.default_ignore
-            else tuple(spec.ignore_hosts)
+            (*DEFAULT_IGNORE_HOSTS, *spec.llm.ignore_hosts)
+            if spec.llm.default_ignore
+            else tuple(spec.llm.ignore_hosts)
         ),
-        faults=FaultInjector(every, spec.fault_seed, job.case.id, job.index) if every else None,
+        faults=FaultInjector(every, spec.faults.seed, job.case.id, job.index) if every else None,
         user=user,
         world=world,
         judge=judge,
-        prices={model: (float(p[0]), float(p[1])) for model, p in spec.prices.items()},
+        prices={model: (float(p[0]), float(p[1])) for model, p in spec.llm.prices.items()},
         graders=tuple(spec.graders),
     )
 

@@ -78,6 +78,12 @@ RECORDER = [
 ]
 
 REPLAY = [
+    "AgentSettings",
+    "ExecutorSettings",
+    "FaultSettings",
+    "JudgeSettings",
+    "LlmSettings",
+    "UserSettings",
     # cases, worlds, state diffs
     "Case",
     "Fixture",

@@ -13,7 +13,16 @@ from recorder import ConfigError
 
 from .._calibration import MIN_AGREEMENT, MIN_LABELS
 from .._faults import parse_faults
-from .._runner import RunSpec, execute
+from .._runner import execute
+from .._spec import (
+    AgentSettings,
+    ExecutorSettings,
+    FaultSettings,
+    JudgeSettings,
+    LlmSettings,
+    RunSpec,
+    UserSettings,
+)
 from .._store import DEFAULT_PATH, Store
 from ..modes import REGISTRY
 
@@ -262,42 +271,41 @@ def run(
         stored = results.run(name)
         if stored is None:
             raise ConfigError(f"no run {name!r} to resume in {results.path}")
-        spec = RunSpec(**stored["spec"])
+        spec = RunSpec.from_stored(stored["spec"])
     else:
         spec = RunSpec(
             name=name,
             cases=[str(c.resolve()) for c in cases],
             mode=mode,
             trials=trials,
-            agent=agent,
-            tools=tools,
-            llm=llm,  # type: ignore[arg-type]
-            llm_url=llm_url,
             cassettes=str(cassettes.resolve()) if cassettes else None,
-            model=model,
-            settings=_settings(sets),
-            concurrency=concurrency,
-            allow_env=list(allow_env),
-            ignore_hosts=list(ignore_hosts),
-            default_ignore=not no_default_ignore,
             graders=list(graders),
-            prices=_prices(prices),
-            judge_url=judge_url,
-            judge_model=judge_model,
-            judge_timeout=judge_timeout,
-            judge_min_labels=judge_min_labels,
-            judge_min_agreement=judge_min_agreement,
-            no_judge=no_judge,
-            faults=[str(f) for f in parse_faults(faults)],
-            fault_seed=fault_seed,
-            user=user_source,  # type: ignore[arg-type]
-            user_url=user_url,
-            user_model=user_model,
-            executor=executor,  # type: ignore[arg-type]
-            workers=workers,
-            ray_address=ray_address,
-            ship=str(ship.resolve()) if ship else None,
-            dask_address=dask_address,
+            agent=AgentSettings(agent, tools, model, _settings(sets), allow_env=list(allow_env)),
+            llm=LlmSettings(
+                llm,  # type: ignore[arg-type]
+                llm_url,
+                ignore_hosts=list(ignore_hosts),
+                default_ignore=not no_default_ignore,
+                prices=_prices(prices),
+            ),
+            judge=JudgeSettings(
+                judge_url,
+                judge_model,
+                judge_timeout,
+                judge_min_labels,
+                judge_min_agreement,
+                enabled=not no_judge,
+            ),
+            user=UserSettings(user_source, user_url, user_model),  # type: ignore[arg-type]
+            faults=FaultSettings([str(f) for f in parse_faults(faults)], fault_seed),
+            executor=ExecutorSettings(
+                executor,  # type: ignore[arg-type]
+                workers,
+                concurrency,
+                ray_address,
+                str(ship.resolve()) if ship else None,
+                dask_address,
+            ),
         )
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)

@@ -286,13 +286,13 @@ def test_async_agents_run_as_tasks_of_one_loop(
 def test_dask_workers_that_replace_a_dead_one_get_the_shipped_fixtures(
     dask_installed: None,
 ) -> None:
+    from replay import ExecutorSettings, RunSpec
     from replay._executors import OnDask
-    from replay._runner import RunSpec
     from replay._work import blob
     from replay._world import load_fixture
 
     path = REPO / "examples" / "shop" / "fixture.sql"
-    spec = RunSpec(name="d", cases=[], mode="sandbox", executor="dask", workers=1, concurrency=2)
+    spec = RunSpec(name="d", cases=[], mode="sandbox", executor=ExecutorSettings("dask", 1, 2))
     backend = OnDask(spec, {str(path): blob(load_fixture(path))})
     client = backend._client
     try:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from recorder import ConfigError, HttpEvent, read_cassette
-from replay import Environment, RunSpec, Store, execute, load_case
+from replay import AgentSettings, Environment, LlmSettings, RunSpec, Store, execute, load_case
 from replay.modes import REGISTRY, Mode, TrialPlan, cassette_name, register, run_trial
 from replay.pytest_plugin import MODES as PLUGIN_MODES
 from tests.helpers import REPO
@@ -181,9 +181,8 @@ def test_record_takes_a_live_llm_only(tmp_path: Path) -> None:
         name="r",
         cases=[str(CASE)],
         mode="record",
-        llm="frozen",
-        agent="examples.shop:agent",
-        tools="examples.shop:make_tools",
+        llm=LlmSettings("frozen"),
+        agent=AgentSettings("examples.shop:agent", "examples.shop:make_tools"),
     )
     with pytest.raises(ConfigError, match="record mode takes --llm live, not 'frozen'"):
         execute(spec, Store(tmp_path / "r.db"))

@@ -195,7 +195,7 @@ def test_sandbox_hides_secret_environment_variables(
 
 
 def test_concurrent_trials_keep_to_their_own_cassettes(tmp_path: Path) -> None:
-    from replay._runner import RunSpec, execute
+    from replay import AgentSettings, ExecutorSettings, LlmSettings, RunSpec, execute
     from replay._store import Store
 
     store = Store(tmp_path / "r.db")
@@ -205,10 +205,9 @@ def test_concurrent_trials_keep_to_their_own_cassettes(tmp_path: Path) -> None:
             cases=[str(CASE.path)],
             mode="sandbox",
             trials=8,
-            concurrency=4,
-            agent="examples.shop:agent",
-            tools="examples.shop:make_tools",
-            llm_url=llm.openai_base_url,
+            agent=AgentSettings("examples.shop:agent", "examples.shop:make_tools"),
+            llm=LlmSettings(url=llm.openai_base_url),
+            executor=ExecutorSettings(concurrency=4),
         )
         execute(spec, store)
     trials = store.trials("parallel")

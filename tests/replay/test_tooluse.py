@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from examples.shop import refund_policy
+from replay import AgentSettings, LlmSettings, RunSpec, execute
 from replay._report import build_report
-from replay._runner import RunSpec, execute
 from replay._store import Store
 from replay._tooluse import percentile
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
@@ -23,9 +23,8 @@ def run(store: Store, name: str, policy: ScriptedPolicy, cases: list[str], k: in
                 cases=cases,
                 mode="sandbox",
                 trials=k,
-                agent="examples.shop:agent",
-                tools="examples.shop:make_tools",
-                llm_url=llm.openai_base_url,
+                agent=AgentSettings("examples.shop:agent", "examples.shop:make_tools"),
+                llm=LlmSettings(url=llm.openai_base_url),
             ),
             store,
         )

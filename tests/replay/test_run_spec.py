@@ -1,0 +1,93 @@
+"""A run's spec is stored with its version: --resume reads an older one, refuses a newer one."""
+
+from __future__ import annotations
+
+import pytest
+
+from recorder import ConfigError
+from replay import (
+    AgentSettings,
+    ExecutorSettings,
+    FaultSettings,
+    JudgeSettings,
+    LlmSettings,
+    RunSpec,
+    UserSettings,
+)
+
+FLAT = {  # as agent-replay stored a spec before specs had versions
+    "name": "nightly",
+    "cases": ["cases/refund.yaml"],
+    "mode": "sandbox",
+    "trials": 8,
+    "agent": "shop:agent",
+    "tools": "shop:make_tools",
+    "llm": "live",
+    "llm_url": "http://127.0.0.1:8000/v1",
+    "cassettes": None,
+    "out": None,
+    "model": "gpt-x",
+    "settings": {"temperature": 0},
+    "concurrency": 4,
+    "allow_env": ["DEPLOY_TOKEN"],
+    "ignore_hosts": ["traces.example"],
+    "default_ignore": False,
+    "prices": {"gpt-x": [2.0, 8.0]},
+    "judge_url": "http://127.0.0.1:8001/v1",
+    "judge_model": "judge-1",
+    "judge_timeout": 30.0,
+    "judge_min_labels": 5,
+    "judge_min_agreement": 0.7,
+    "no_judge": True,
+    "graders": ["mine:polite"],
+    "user": "frozen",
+    "user_url": None,
+    "user_model": "user-sim",
+    "faults": ["timeout:issue_refund@0.5"],
+    "fault_seed": 7,
+    "executor": "local",
+    "workers": 2,
+    "ray_address": None,
+    "ship": None,
+    "dask_address": None,
+}
+
+
+def test_a_flat_spec_from_before_versions_is_read_into_its_groups() -> None:
+    spec = RunSpec.from_stored(FLAT)
+    assert spec == RunSpec(
+        name="nightly",
+        cases=["cases/refund.yaml"],
+        mode="sandbox",
+        trials=8,
+        graders=["mine:polite"],
+        agent=AgentSettings(
+            "shop:agent", "shop:make_tools", "gpt-x", {"temperature": 0}, ["DEPLOY_TOKEN"]
+        ),
+        llm=LlmSettings(
+            "live", "http://127.0.0.1:8000/v1", ["traces.example"], False, {"gpt-x": (2.0, 8.0)}
+        ),
+        judge=JudgeSettings("http://127.0.0.1:8001/v1", "judge-1", 30.0, 5, 0.7, enabled=False),
+        user=UserSettings("frozen", None, "user-sim"),
+        faults=FaultSettings(["timeout:issue_refund@0.5"], 7),
+        executor=ExecutorSettings("local", 2, 4),
+    )
+
+
+def test_a_stored_spec_reads_back_as_it_was() -> None:
+    spec = RunSpec.from_stored(FLAT)
+    assert RunSpec.from_stored(spec.to_stored()) == spec
+    assert spec.to_stored()["version"] == 2
+
+
+def test_a_spec_from_a_newer_version_is_refused_saying_which() -> None:
+    stored = {**RunSpec.from_stored(FLAT).to_stored(), "version": 3}
+    with pytest.raises(ConfigError, match=r"newer agent-replay .* resume it with that version"):
+        RunSpec.from_stored(stored)
+
+
+def test_a_spec_with_an_unknown_field_is_a_clear_error() -> None:
+    stored = RunSpec.from_stored(FLAT).to_stored()
+    stored["agent"]["colour"] = "blue"
+    with pytest.raises(ConfigError, match="stored spec of run 'nightly' is unreadable"):
+        RunSpec.from_stored(stored)
