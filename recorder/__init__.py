@@ -10,6 +10,7 @@ with record("cassettes/refund.cassette", world=conn, case_id="refund-4812") as r
 The public API is what ``__all__`` lists; every other module is private.
 """
 
+from . import _interceptors  # noqa: F401  (registers the HTTP interceptors with _session)
 from ._capture import keep_capture, world_hash
 from ._delta import net_delta
 from ._errors import (

@@ -6,14 +6,17 @@ asyncio tasks started inside ``with record(...)`` see it), else the only
 active session. Threads do not inherit the context: with several sessions
 active, a call from a thread outside any context passes through unrecorded
 (or, if one of them is a playback, is refused).
+
+This module sits below what it serves: the interceptors and the sessions import
+it, and it imports them only for types. Which patches to install it learns from
+``add_interceptor``, called by ``_interceptors`` (imported by the package).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import threading
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Union
 
@@ -31,6 +34,17 @@ _lock = threading.Lock()
 _active: list[Session] = []
 _patches: ExitStack | None = None
 _holds = 0
+_interceptors: list[Callable[[], Iterable[AbstractContextManager[Any]]]] = []
+
+
+def add_interceptor(patches: Callable[[], Iterable[AbstractContextManager[Any]]]) -> None:
+    """Enter the patches ``patches()`` returns whenever the interceptors are patched in.
+
+    ``patches`` is called on each install (the first session to start, or
+    ``patched()``), not now, so it may import its client library then:
+    ``import recorder`` loads no HTTP client.
+    """
+    _interceptors.append(patches)
 
 
 def current_session() -> Session | None:
@@ -73,10 +87,13 @@ def unrecorded() -> Iterator[None]:
 def _install() -> None:
     global _patches
     if _patches is None:
+        if not _interceptors:  # a session that intercepts nothing would record nothing
+            raise RuntimeError("no interceptors registered: import recorder, not recorder._session")
         stack = ExitStack()
         try:
-            for patch in _all_patches():
-                stack.enter_context(patch)
+            for patches in _interceptors:
+                for patch in patches():
+                    stack.enter_context(patch)
         except BaseException:
             stack.close()
             raise
@@ -131,15 +148,3 @@ def leave(session: Session, token: Token[Session | None]) -> None:
         if session in _active:
             _active.remove(session)
         _uninstall()
-
-
-def _all_patches() -> list[Any]:
-    from ._http import httpx_patches
-    from ._vcr import vcr_patches
-
-    patches = [*httpx_patches(), *vcr_patches()]
-    if importlib.util.find_spec("aiohttp") is not None:  # an optional client
-        from ._aiohttp import aiohttp_patches
-
-        patches += aiohttp_patches()
-    return patches
