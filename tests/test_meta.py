@@ -1,6 +1,7 @@
 """Packaging promises: the layering, the committed schema, one set of exit codes.
 
-The public API itself is pinned name by name in tests/test_exported_members.py.
+The public API itself is pinned name by name in tests/test_exported_members.py; the
+import graph (no cycles, replay on recorder's public API only) in tests/test_import_graph.py.
 """
 
 from __future__ import annotations
@@ -29,24 +30,6 @@ def test_recorder_never_imports_replay() -> None:
 def test_committed_json_schema_is_current() -> None:
     committed = (REPO / "recorder" / "cassette.schema.json").read_text()
     assert committed == schema_text(), "run `make schema` and commit recorder/cassette.schema.json"
-
-
-def test_replay_uses_only_the_public_api_of_recorder() -> None:
-    private = []
-    for path in sorted((REPO / "replay").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-                if node.module == "recorder":
-                    names += [f"recorder.{a.name}" for a in node.names if a.name[:2] != "__"]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            private += [
-                f"{path.relative_to(REPO)}: {n}" for n in names if n.startswith("recorder._")
-            ]
-    assert private == []
 
 
 def test_the_cli_exits_only_through_exit_code() -> None:
