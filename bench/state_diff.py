@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from recorder._capture import ChangeCapture
-from replay._diff import StateDiff
-from replay._world import Fixture, World
+from replay.worlds._diff import StateDiff
+from replay.worlds._world import Fixture, World
 
 from ._report import ratio, secs, table, timed
 

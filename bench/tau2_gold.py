@@ -65,10 +65,10 @@ def available() -> bool:
 def run(quick: bool = False) -> Result:
     """Time both gold passes over the airline tasks with gold actions."""
     from replay import tau2
-    from replay._case import load_case
-    from replay._check import check_case
-    from replay._import_tau2 import import_domain
+    from replay.cases._case import load_case
     from replay.graders import Verdict
+    from replay.integrations._tau2 import import_domain
+    from replay.runs._check import check_case
 
     tau2.quiet()
     tasks = {t.id: t for t in tau2.tasks(DOMAIN) if t.evaluation_criteria.actions}

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder import world_hash
-from replay._world import Fixture, World
+from replay.worlds._world import Fixture, World
 
 from ._report import mb, ratio, secs, table, timed
 

@@ -29,40 +29,11 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from ._case import Case, Scoring, Suite, ToolCallSpec, load_case
-    from ._check import check_case
-    from ._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
-    from ._diff import RowUpdate, StateDiff, TableDiff, value_diff
     from ._exit import ExitCode
-    from ._gate import GateResult, Thresholds, gate, write_junit
-    from ._health import HealthFlag, graduate, suite_health
-    from ._html import cassette_html, run_html
-    from ._import_tau2 import Tau2Import, import_tau2
-    from ._import_taubench import TauBenchImport, import_tau_bench_trajectories
-    from ._metrics import (
-        CaseCounts,
-        CaseMetrics,
-        SuiteMetrics,
-        case_metrics,
-        pass_at_k,
-        pass_hat_k,
-        suite_metrics,
-        two_proportion_test,
-    )
-    from ._promote import Promoted, promote
-    from ._report import CaseReport, RunReport, build_report, report_json
-    from ._runner import execute
-    from ._spec import (
-        AgentSettings,
-        ExecutorSettings,
-        FaultSettings,
-        JudgeSettings,
-        LlmSettings,
-        RunSpec,
-        UserSettings,
-    )
-    from ._store import Store
-    from ._world import Fixture, TrialConnection, World
+    from .cases._case import Case, Scoring, Suite, ToolCallSpec, load_case
+    from .cases._promote import Promoted, promote
+    from .integrations._tau2 import Tau2Import, import_tau2
+    from .integrations._taubench import TauBenchImport, import_tau_bench_trajectories
     from .modes import (
         Environment,
         ToolFactory,
@@ -74,74 +45,103 @@ if _typing.TYPE_CHECKING:
         run_trial,
         sandbox,
     )
+    from .results._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
+    from .results._gate import GateResult, Thresholds, gate, write_junit
+    from .results._health import HealthFlag, graduate, suite_health
+    from .results._metrics import (
+        CaseCounts,
+        CaseMetrics,
+        SuiteMetrics,
+        case_metrics,
+        pass_at_k,
+        pass_hat_k,
+        suite_metrics,
+        two_proportion_test,
+    )
+    from .results._report import CaseReport, RunReport, build_report, report_json
+    from .results._store import Store
+    from .runs._check import check_case
+    from .runs._runner import execute
+    from .runs._spec import (
+        AgentSettings,
+        ExecutorSettings,
+        FaultSettings,
+        JudgeSettings,
+        LlmSettings,
+        RunSpec,
+        UserSettings,
+    )
+    from .views._html import cassette_html, run_html
+    from .worlds._diff import RowUpdate, StateDiff, TableDiff, value_diff
+    from .worlds._world import Fixture, TrialConnection, World
 
 # Exports load on first use, so `import replay.stub_llm` (stdlib only) and
 # `replay --help` do not pay for pydantic, deepdiff and sqlite-utils.
 _EXPORTS = {
-    "Case": "._case",
-    "CaseChange": "._compare",
-    "CaseCounts": "._metrics",
-    "CaseMetrics": "._metrics",
-    "CaseReport": "._report",
-    "CassetteDiff": "._compare",
-    "Divergence": "._compare",
+    "Case": ".cases._case",
+    "CaseChange": ".results._compare",
+    "CaseCounts": ".results._metrics",
+    "CaseMetrics": ".results._metrics",
+    "CaseReport": ".results._report",
+    "CassetteDiff": ".results._compare",
+    "Divergence": ".results._compare",
     "Environment": ".modes",
     "ExitCode": "._exit",
-    "Fixture": "._world",
-    "GateResult": "._gate",
-    "HealthFlag": "._health",
-    "Promoted": "._promote",
-    "RowUpdate": "._diff",
-    "RunReport": "._report",
-    "AgentSettings": "._spec",
-    "ExecutorSettings": "._spec",
-    "FaultSettings": "._spec",
-    "JudgeSettings": "._spec",
-    "LlmSettings": "._spec",
-    "RunSpec": "._spec",
-    "UserSettings": "._spec",
-    "Scoring": "._case",
-    "StateDiff": "._diff",
-    "Store": "._store",
-    "Suite": "._case",
-    "SuiteMetrics": "._metrics",
-    "TableDiff": "._diff",
-    "Tau2Import": "._import_tau2",
-    "TauBenchImport": "._import_taubench",
-    "Thresholds": "._gate",
-    "ToolCallSpec": "._case",
-    "TrialConnection": "._world",
+    "Fixture": ".worlds._world",
+    "GateResult": ".results._gate",
+    "HealthFlag": ".results._health",
+    "Promoted": ".cases._promote",
+    "RowUpdate": ".worlds._diff",
+    "RunReport": ".results._report",
+    "AgentSettings": ".runs._spec",
+    "ExecutorSettings": ".runs._spec",
+    "FaultSettings": ".runs._spec",
+    "JudgeSettings": ".runs._spec",
+    "LlmSettings": ".runs._spec",
+    "RunSpec": ".runs._spec",
+    "UserSettings": ".runs._spec",
+    "Scoring": ".cases._case",
+    "StateDiff": ".worlds._diff",
+    "Store": ".results._store",
+    "Suite": ".cases._case",
+    "SuiteMetrics": ".results._metrics",
+    "TableDiff": ".worlds._diff",
+    "Tau2Import": ".integrations._tau2",
+    "TauBenchImport": ".integrations._taubench",
+    "Thresholds": ".results._gate",
+    "ToolCallSpec": ".cases._case",
+    "TrialConnection": ".worlds._world",
     "ToolFactory": ".modes",
     "TrialPlan": ".modes",
     "TrialResult": ".modes",
-    "World": "._world",
-    "build_report": "._report",
-    "case_metrics": "._metrics",
-    "cassette_html": "._html",
-    "check_case": "._check",
-    "diff_cassettes": "._compare",
-    "diff_runs": "._compare",
-    "execute": "._runner",
-    "gate": "._gate",
-    "graduate": "._health",
-    "import_tau2": "._import_tau2",
-    "import_tau_bench_trajectories": "._import_taubench",
+    "World": ".worlds._world",
+    "build_report": ".results._report",
+    "case_metrics": ".results._metrics",
+    "cassette_html": ".views._html",
+    "check_case": ".runs._check",
+    "diff_cassettes": ".results._compare",
+    "diff_runs": ".results._compare",
+    "execute": ".runs._runner",
+    "gate": ".results._gate",
+    "graduate": ".results._health",
+    "import_tau2": ".integrations._tau2",
+    "import_tau_bench_trajectories": ".integrations._taubench",
     "load_callable": ".modes",
-    "load_case": "._case",
+    "load_case": ".cases._case",
     "offline": ".modes",
-    "pass_at_k": "._metrics",
-    "pass_hat_k": "._metrics",
-    "promote": "._promote",
-    "report_json": "._report",
+    "pass_at_k": ".results._metrics",
+    "pass_hat_k": ".results._metrics",
+    "promote": ".cases._promote",
+    "report_json": ".results._report",
     "review": ".modes",
     "run_trial": ".modes",
-    "run_html": "._html",
+    "run_html": ".views._html",
     "sandbox": ".modes",
-    "suite_health": "._health",
-    "suite_metrics": "._metrics",
-    "two_proportion_test": "._metrics",
-    "value_diff": "._diff",
-    "write_junit": "._gate",
+    "suite_health": ".results._health",
+    "suite_metrics": ".results._metrics",
+    "two_proportion_test": ".results._metrics",
+    "value_diff": ".worlds._diff",
+    "write_junit": ".results._gate",
 }
 
 

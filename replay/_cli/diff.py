@@ -14,7 +14,7 @@ from rich.table import Table
 from recorder import read_cassette
 from replay import CaseChange, CassetteDiff, Store, diff_cassettes, diff_runs
 
-from .._store import DEFAULT_PATH
+from ..results._store import DEFAULT_PATH
 
 
 @click.command()

@@ -9,7 +9,7 @@ import click
 from recorder import ConfigError
 from replay import ExitCode, Store, Thresholds, gate, write_junit
 
-from .._store import DEFAULT_PATH
+from ..results._store import DEFAULT_PATH
 
 
 def _k_value(text: str | None) -> tuple[int, float] | None:

@@ -8,8 +8,8 @@ import click
 
 from replay import Store, graduate, suite_health
 
-from .._health import MIN_TRIALS, SATURATED
-from .._store import DEFAULT_PATH
+from ..results._health import MIN_TRIALS, SATURATED
+from ..results._store import DEFAULT_PATH
 
 
 @click.command("suite-health")

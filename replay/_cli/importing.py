@@ -8,8 +8,8 @@ import click
 
 from replay import import_tau2, import_tau_bench_trajectories
 
-from .._import_taubench import DOMAINS
-from .._store import DEFAULT_PATH
+from ..integrations._taubench import DOMAINS
+from ..results._store import DEFAULT_PATH
 
 
 @click.group("import")

@@ -14,8 +14,8 @@ from rich.table import Table
 from recorder import ConfigError
 from replay import Store
 
-from .._calibration import MIN_AGREEMENT, MIN_LABELS, agreements, review_queue
-from .._store import DEFAULT_PATH
+from ..results._calibration import MIN_AGREEMENT, MIN_LABELS, agreements, review_queue
+from ..results._store import DEFAULT_PATH
 
 
 def _trial(text: str) -> tuple[str, int]:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from replay import Store, build_report, report_json, run_html
 
-from .._store import DEFAULT_PATH
+from ..results._store import DEFAULT_PATH
 
 
 @click.command()

@@ -11,10 +11,12 @@ from rich.progress import Progress
 
 from recorder import ConfigError
 
-from .._calibration import MIN_AGREEMENT, MIN_LABELS
-from .._faults import parse_faults
-from .._runner import execute
-from .._spec import (
+from ..channels._faults import parse_faults
+from ..modes import REGISTRY
+from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
+from ..results._store import DEFAULT_PATH, Store
+from ..runs._runner import execute
+from ..runs._spec import (
     AgentSettings,
     ExecutorSettings,
     FaultSettings,
@@ -23,8 +25,6 @@ from .._spec import (
     RunSpec,
     UserSettings,
 )
-from .._store import DEFAULT_PATH, Store
-from ..modes import REGISTRY
 
 
 def _settings(pairs: tuple[str, ...]) -> dict[str, object]:

@@ -22,7 +22,7 @@ from recorder import (
 )
 from replay import cassette_html
 
-from .._transcript import (
+from ..views._transcript import (
     Step,
     delta_lines,
     message_role,

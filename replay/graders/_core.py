@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from recorder import Cassette, ConfigError
 
-from .._diff import StateDiff
+from ..worlds._diff import StateDiff
 from ._expr import WorldView
 
 
@@ -59,7 +59,7 @@ class Trial:
     """Everything a grader may read about one trial. Graders read the outcome first."""
 
     case: Any
-    """The case (``replay._case.Case``)."""
+    """The case (``replay.cases._case.Case``)."""
     cassette: Cassette
     diff: StateDiff
     world: WorldView
@@ -70,7 +70,7 @@ class Trial:
     cost: float | None = None
     """What the trial's LLM calls cost (USD), when every model called has a price."""
     reference: Any = None
-    """The reference solution's outcome, for ``matches_reference`` (``replay._reference``)."""
+    """The reference solution's outcome, for ``matches_reference`` (``replay.cases._solution``)."""
     judge: Callable[[Trial], list[Grade]] | None = None
     """The run's LLM judge, ready to judge the case's rubric (the ``judge`` grader calls it)."""
 

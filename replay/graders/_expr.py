@@ -29,8 +29,8 @@ from typing import Any, Protocol
 
 from recorder import AssertionSyntaxError
 
-from .._diff import StateDiff
-from .._documents import decode_row, encode
+from ..worlds._diff import StateDiff
+from ..worlds._documents import decode_row, encode
 
 
 class WorldView(Protocol):

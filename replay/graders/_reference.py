@@ -1,7 +1,7 @@
 """``matches_reference``: the trial must leave the world as the case's reference solution does.
 
 The reference solution runs once per case (and tool set) on a fresh world
-(``replay._reference``); the rows it touched are kept as they ended. The
+(``replay.cases._solution``); the rows it touched are kept as they ended. The
 trial passes when every row either run touched ends the same: a row the
 agent changed and the reference did not must still equal the fixture's; a
 row the reference wrote must hold what it wrote. Differences are explained
@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._diff import StateDiff, value_diff
+from ..worlds._diff import StateDiff, value_diff
 from ._core import Grade, Trial, Verdict
 from ._expr import WorldView
 

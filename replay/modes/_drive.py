@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Generator
 from typing import Any, ParamSpec, TypeVar
 
-from .._async import resolved
+from ._async import resolved
 
 T = TypeVar("T")
 P = ParamSpec("P")

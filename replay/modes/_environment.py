@@ -9,8 +9,8 @@ from typing import Any
 
 from recorder import Tool
 
-from .._faults import FaultInjector
-from .._user import UserChannel
+from ..channels._faults import FaultInjector
+from ..channels._user import UserChannel
 
 
 @dataclass

@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from recorder import Cassette, Playback, Tool, tool
 
-from .._case import Case
-from .._diff import StateDiff
-from .._faults import FaultInjector
-from .._player import ReplayedToolError, ToolPlayer
-from .._user import UserChannel
-from .._world import World
+from ..cases._case import Case
+from ..channels._faults import FaultInjector
+from ..channels._player import ReplayedToolError, ToolPlayer
+from ..channels._user import UserChannel
 from ..graders import Judge
+from ..worlds._diff import StateDiff
+from ..worlds._world import World
 from ._base import Mode
 from ._drive import Steps, driven
 from ._environment import dispatcher, environment

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from recorder import Cassette, ConfigError, Tool
 
-from .._case import Case
-from .._faults import FaultInjector
-from .._user import UserChannel
-from .._world import World
+from ..cases._case import Case
+from ..channels._faults import FaultInjector
+from ..channels._user import UserChannel
 from ..graders import Judge
+from ..worlds._world import World
 
 if TYPE_CHECKING:
     from ._environment import Environment

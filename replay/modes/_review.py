@@ -8,10 +8,10 @@ from pathlib import Path
 
 from recorder import ConfigError, FixtureError, read_cassette
 
-from .._case import Case
-from .._diff import StateDiff
-from .._world import World, load_fixture
+from ..cases._case import Case
 from ..graders import Judge
+from ..worlds._diff import StateDiff
+from ..worlds._world import World, load_fixture
 from ._base import Mode
 from ._drive import Steps, drive
 from ._plan import Prices, ToolFactory, TrialPlan

@@ -18,13 +18,13 @@ from urllib.parse import urlsplit
 
 from recorder import Cassette, Playback
 
-from .._case import Case
-from .._diff import StateDiff
-from .._faults import FaultInjector
-from .._secrets import hidden_secrets
-from .._user import UserChannel
-from .._world import World
+from ..cases._case import Case
+from ..channels._faults import FaultInjector
+from ..channels._secrets import hidden_secrets
+from ..channels._user import UserChannel
 from ..graders import Judge
+from ..worlds._diff import StateDiff
+from ..worlds._world import World
 from ._base import Mode
 from ._drive import Steps, driven
 from ._environment import dispatcher, environment

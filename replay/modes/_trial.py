@@ -20,10 +20,7 @@ from recorder import (
     record,
 )
 
-from .._diff import StateDiff
-from .._reference import reference_for
-from .._tooluse import TrialToolUse, trial_tool_use
-from .._world import World, load_fixture
+from ..cases._solution import reference_for
 from ..graders import (
     BUILT_IN,
     Cause,
@@ -36,6 +33,9 @@ from ..graders import (
     resolve,
     run_graders,
 )
+from ..graders._tooluse import TrialToolUse, trial_tool_use
+from ..worlds._diff import StateDiff
+from ..worlds._world import World, load_fixture
 from ._drive import Steps
 from ._environment import Environment
 from ._plan import Prices, TrialPlan

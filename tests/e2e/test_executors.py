@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from examples.shop import refund_policy
-from replay import _executors, _runner, _work
-from replay._store import Store
+from replay.results._store import Store
+from replay.runs import _dask, _runner, _work
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 
@@ -287,9 +287,9 @@ def test_dask_workers_that_replace_a_dead_one_get_the_shipped_fixtures(
     dask_installed: None,
 ) -> None:
     from replay import ExecutorSettings, RunSpec
-    from replay._executors import OnDask
-    from replay._work import blob
-    from replay._world import load_fixture
+    from replay.runs._dask import OnDask
+    from replay.runs._work import blob
+    from replay.worlds._world import load_fixture
 
     path = REPO / "examples" / "shop" / "fixture.sql"
     spec = RunSpec(name="d", cases=[], mode="sandbox", executor=ExecutorSettings("dask", 1, 2))
@@ -313,7 +313,7 @@ def test_dask_workers_that_replace_a_dead_one_get_the_shipped_fixtures(
 
 
 def _shipped() -> tuple[int, list[str]]:
-    from replay._world import _shipped
+    from replay.worlds._world import _shipped
 
     return os.getpid(), sorted(_shipped)
 
@@ -331,7 +331,7 @@ def test_a_dask_cluster_left_without_workers_fails_the_run_instead_of_hanging(
     from distributed import LocalCluster
 
     monkeypatch.setattr(_runner, "WATCH_S", 0.5)
-    monkeypatch.setattr(_executors, "NO_WORKERS_S", 2.0)
+    monkeypatch.setattr(_dask, "NO_WORKERS_S", 2.0)
     store = str(tmp_path / "r.db")
     with (
         LocalCluster(n_workers=0, processes=True, dashboard_address=None) as cluster,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay import _metrics
-from replay._metrics import (
+from replay.results import _metrics
+from replay.results._metrics import (
     CaseCounts,
     case_metrics,
     pass_at_k,

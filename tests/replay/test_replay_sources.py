@@ -22,8 +22,8 @@ from recorder import (
     record,
     tool,
 )
-from replay._player import ToolPlayer
-from replay._user import FrozenUser, UserChannel, UserSpec
+from replay.channels._player import ToolPlayer
+from replay.channels._user import FrozenUser, UserChannel, UserSpec
 
 
 @tool

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from examples.shop import refund_policy
 from replay import AgentSettings, LlmSettings, RunSpec, execute
-from replay._report import build_report
-from replay._store import Store
-from replay._tooluse import percentile
+from replay.results._report import build_report
+from replay.results._store import Store
+from replay.results._tooluse import percentile
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
 from tests.helpers import REPO
 

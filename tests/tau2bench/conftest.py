@@ -11,7 +11,7 @@ pytest.importorskip(
 )
 
 from replay import tau2
-from replay._import_tau2 import Imported, import_domain
+from replay.integrations._tau2 import Imported, import_domain
 
 
 @pytest.fixture(scope="session")

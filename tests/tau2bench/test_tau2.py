@@ -12,13 +12,13 @@ from click.testing import CliRunner
 
 from recorder import read_cassette
 from replay import tau2
-from replay._case import load_case
-from replay._check import check_case
 from replay._cli.main import cli
-from replay._documents import Documents
-from replay._import_tau2 import Imported
+from replay.cases._case import load_case
 from replay.graders import Verdict
+from replay.integrations._tau2 import Imported
 from replay.modes import Environment, offline, sandbox
+from replay.runs._check import check_case
+from replay.worlds._documents import Documents
 
 pytest.importorskip(
     "tau2.domains.airline.environment",

@@ -1,6 +1,6 @@
 """Running many trials of many cases under one set of pins, into the results store.
 
-One driver loop over a ``concurrent.futures`` executor (``_executors``: this
+One driver loop over a ``concurrent.futures`` executor (``_backend``: this
 process's threads, worker processes, Ray or Dask): it submits trials to
 ``_work.run_work``, stores what finishes (the driver alone writes the store),
 and resubmits what a crashed worker lost. A trial that raises is an
@@ -18,17 +18,18 @@ from typing import Any
 
 from recorder import ConfigError, __version__, patched, read_header
 
-from . import graders
-from ._calibration import calibrated_judges
-from ._case import Case, load_case
-from ._executors import Backend, backend
-from ._faults import Fault, parse_faults
+from .. import graders
+from ..cases._case import Case, load_case
+from ..channels._faults import Fault, parse_faults
+from ..graders import Judge
+from ..modes import REGISTRY, Mode, cassette_name, load_callable
+from ..results._calibration import calibrated_judges
+from ..results._store import Store
+from ..worlds._world import load_fixture
+from . import _dask, _processes, _ray  # noqa: F401  (each registers its backend)
+from ._backend import Backend, backend
 from ._spec import RunSpec
-from ._store import Store
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
-from ._world import load_fixture
-from .graders import Judge
-from .modes import REGISTRY, Mode, cassette_name, load_callable
 
 
 def _check_graders(spec: RunSpec, cases: list[Case]) -> None:

@@ -27,13 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
-from ._async import wait_for
-from ._case import Case
-from ._faults import Fault, FaultInjector
-from ._user import FrozenUser, LiveUser, UserChannel
-from ._world import Fixture, World, load_fixture, ship
-from .graders import Cause, Judge, Verdict
-from .modes import (
+from ..cases._case import Case
+from ..channels._faults import Fault, FaultInjector
+from ..channels._user import FrozenUser, LiveUser, UserChannel
+from ..graders import Cause, Judge, Verdict
+from ..modes import (
     REGISTRY,
     Mode,
     Steps,
@@ -45,6 +43,8 @@ from .modes import (
     judge_cassette,
     load_callable,
 )
+from ..modes._async import wait_for
+from ..worlds._world import Fixture, World, load_fixture, ship
 
 if TYPE_CHECKING:
     from ._spec import RunSpec

@@ -18,8 +18,8 @@ from recorder import (
     write_cassette,
 )
 
-from ._diff import StateDiff
-from .graders import Assertion
+from ..graders import Assertion
+from ..worlds._diff import StateDiff
 
 
 @dataclass(frozen=True, slots=True)

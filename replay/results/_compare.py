@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from recorder import Cassette, ConfigError, ToolEvent
 
-from ._diff import StateDiff, value_diff
+from ..worlds._diff import StateDiff, value_diff
 from ._metrics import CaseCounts, case_metrics, two_proportion_test
 from ._store import Store, TrialRow
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from recorder import ConfigError
 
+from ..graders import Cause
 from ._metrics import CaseCounts, CaseMetrics, SuiteMetrics, case_metrics, suite_metrics
 from ._store import Store
 from ._tooluse import ToolUse, run_tool_use
-from .graders import Cause
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,27 +1,17 @@
-"""Tool-use metrics: selection vs argument accuracy against the reference, abstention, loops, cost.
+"""A run's tool use: means of its trials' (``replay.graders._tooluse``), read from the store.
 
-Tool selection and argument accuracy fail for different reasons (the prompt
-chooses the tool, the schema shapes its arguments), so they are kept apart.
+Selection vs argument accuracy against the reference, abstention, loops, and
+percentiles of steps, tokens, cost and latency.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recorder import Cassette, ToolEvent
-
-from ._case import Case
-from ._diff import canonical_numbers
 from ._store import Store
-from .graders._builtin import loops
-
-ABSTAIN_TAG = "abstain"
-"""Cases with this tag have no suitable tool: the right move is no call (a question, a hand-off)."""
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -63,53 +53,8 @@ class ToolUse:
         }
 
 
-def _key(args: Any) -> str:
-    # The same canonical arguments as offline matching: 35 and 35.0 are equal.
-    return json.dumps(canonical_numbers(dict(args)), sort_keys=True, default=str)
-
-
-def _accuracy(case: Case, calls: list[ToolEvent]) -> tuple[float, float | None]:
-    wanted = Counter(c.tool for c in case.reference_solution)
-    called = Counter(c.name for c in calls)
-    selected = sum((wanted & called).values())
-    remaining = list(calls)
-    right = 0
-    for ref in case.reference_solution:
-        match = next((c for c in remaining if c.name == ref.tool), None)
-        if match is not None:
-            remaining.remove(match)
-            right += _key(match.args) == _key(ref.args)
-    return selected / sum(wanted.values()), (right / selected if selected else None)
-
-
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-@dataclass(frozen=True, slots=True)
-class TrialToolUse:
-    """One trial's tool use, computed when it is graded and stored with it."""
-
-    calls: int
-    """Tool calls made."""
-    selection: float | None
-    """Share of the reference solution's calls whose tool was called (None: no reference)."""
-    arguments: float | None
-    """Of those, the share called with the reference's arguments."""
-    abstained: bool | None
-    """For a case tagged ``abstain``: whether no tool was called (else None)."""
-    loops: int
-    """Calls the agent repeated ``LOOP_REPEATS`` times or more with the same arguments."""
-
-
-def trial_tool_use(case: Case, cassette: Cassette) -> TrialToolUse:
-    """What the trial recorded in ``cassette`` did with its tools, against ``case``."""
-    calls = [e for e in cassette.events if isinstance(e, ToolEvent)]
-    selection = argument = None
-    if case.reference_solution:
-        selection, argument = _accuracy(case, calls)
-    abstained = not calls if ABSTAIN_TAG in case.tags else None
-    return TrialToolUse(len(calls), selection, argument, abstained, len(loops(calls)))
 
 
 def tool_use(trials: Sequence[Mapping[str, Any]]) -> ToolUse:

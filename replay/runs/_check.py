@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._case import Case
-from .modes import Environment, ToolFactory, TrialResult, sandbox
+from ..cases._case import Case
+from ..modes import Environment, ToolFactory, TrialResult, sandbox
 
 
 def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:

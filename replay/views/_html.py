@@ -22,9 +22,9 @@ from recorder import (
     read_cassette,
 )
 
-from ._compare import diff_cassettes
-from ._report import CaseReport, build_report
-from ._store import GradeRow, Store, TrialRow
+from ..results._compare import diff_cassettes
+from ..results._report import CaseReport, build_report
+from ..results._store import GradeRow, Store, TrialRow
 from ._transcript import (
     Step,
     delta_lines,

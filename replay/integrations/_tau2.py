@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from . import tau2
+from . import _domains as tau2
 
 MULTISETS = {
     "airline": ["reservations.passengers", "reservations.payment_history", "users.reservations"],

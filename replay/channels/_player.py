@@ -14,7 +14,7 @@ from recorder import (
     ToolRequest,
 )
 
-from ._diff import value_diff
+from ..worlds._diff import value_diff
 
 TOOL_MATCH_ON = ("name", "arguments")
 """What a tool call is matched on unless told (names in ``recorder.TOOL_MATCHERS``)."""

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from recorder import ConfigError
 
-from ._calibration import MIN_AGREEMENT, MIN_LABELS
+from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
 
 SPEC_VERSION = 2
 """1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor."""
@@ -90,7 +90,7 @@ class FaultSettings:
 
 @dataclass(frozen=True)
 class ExecutorSettings:
-    """Where and how many trials run (see ``replay._executors``)."""
+    """Where and how many trials run (see ``replay.runs._backend``)."""
 
     kind: Literal["local", "ray", "dask"] = "local"
     workers: int = 1

@@ -40,11 +40,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
-from ._faults import Fault
-from ._user import UserSpec
-from ._world import load_fixture
-from .graders import Assertion, Dimension, GraderUse, SqliteWorld
-from .graders._reference import MatchReference
+from ..channels._faults import Fault
+from ..channels._user import UserSpec
+from ..graders import Assertion, Dimension, GraderUse, SqliteWorld
+from ..graders._reference import MatchReference
+from ..worlds._world import load_fixture
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
 
@@ -129,7 +129,7 @@ class Case(BaseModel):
     rubric: list[RubricDimension] = Field(default_factory=list)
     """Dimensions an LLM judge grades, one call each."""
     faults: list[Fault] = Field(default_factory=list)
-    """Faults injected in offline and sandbox trials (see replay._faults)."""
+    """Faults injected in offline and sandbox trials (see replay.channels._faults)."""
     graders: list[GraderEntry] = Field(default_factory=list)
     """Graders to run besides the built-in ones, by registered name (``MODULE:NAME``
     imports the module that registers it), or as ``{name: ..., args: {...}}``."""

@@ -11,8 +11,8 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._stub_policies import ChatRequest
-from ._stub_wire import (
+from ._policies import ChatRequest
+from ._wire import (
     Answer,
     BadRequest,
     Endpoint,

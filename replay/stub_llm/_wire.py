@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._stub_policies import ChatRequest, Reply, ToolCall
+from ._policies import ChatRequest, Reply, ToolCall
 
 # Tool-call arguments are streamed in this many pieces.
 ARGUMENT_PIECES = 3

@@ -2,7 +2,7 @@
 
 Replies come from a pluggable, deterministic policy; only the standard library is used.
 This module is the server and its dispatch; each API's wire format lives in its own
-module (``_stub_openai``, ``_stub_anthropic``, ``_stub_responses``).
+module (``_openai``, ``_anthropic``, ``_responses``).
 """
 
 from __future__ import annotations
@@ -20,40 +20,24 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import _stub_anthropic, _stub_openai, _stub_responses
-from ._stub_policies import (
+from . import _anthropic, _openai, _responses
+from ._policies import (
     DEFAULT_FINAL,
     ChatRequest,
     EchoPolicy,
     Fail,
-    JudgePolicy,
     Policy,
     Reply,
-    ScriptedPolicy,
-    ToolCall,
 )
-from ._stub_wire import Answer, BadRequest, Endpoint
-
-__all__ = [
-    "ChatRequest",
-    "EchoPolicy",
-    "Fail",
-    "JudgePolicy",
-    "Policy",
-    "Reply",
-    "ScriptedPolicy",
-    "StubLLM",
-    "ToolCall",
-    "serve",
-]
+from ._wire import Answer, BadRequest, Endpoint
 
 _log = logging.getLogger(__name__)
 
 # Request path -> the API served there.
 _ENDPOINTS: dict[str, Endpoint] = {
-    "/v1/chat/completions": _stub_openai.ENDPOINT,
-    "/v1/messages": _stub_anthropic.ENDPOINT,
-    "/v1/responses": _stub_responses.ENDPOINT,
+    "/v1/chat/completions": _openai.ENDPOINT,
+    "/v1/messages": _anthropic.ENDPOINT,
+    "/v1/responses": _responses.ENDPOINT,
 }
 _MAX_LINE = 65_537
 # How often the accept loop checks for stop(); bounds how long stop() takes.

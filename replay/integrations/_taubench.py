@@ -38,8 +38,8 @@ from recorder import (
     write_cassette,
 )
 
-from ._spec import RunSpec
-from ._store import Store
+from ..results._store import Store
+from ..runs._spec import RunSpec
 
 GRADER = "tau-bench"
 """Name of the grade each imported trial carries: tau-bench's recorded reward."""

@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ._stub_policies import ChatRequest
-from ._stub_wire import (
+from ._policies import ChatRequest
+from ._wire import (
     Answer,
     BadRequest,
     Endpoint,

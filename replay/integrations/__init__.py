@@ -1,0 +1,4 @@
+"""Integrations: importing tau-bench trajectories and tau2-bench domains.
+
+Private: use what ``replay`` exports.
+"""
