@@ -1,0 +1,285 @@
+"""The terminal renderers (rich): a cassette's transcript, a run's report, diffs.
+
+Beside the HTML viewer (``_html``): the CLI parses its options, calls a public
+function of ``replay``, and renders what it returns with one of these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from recorder import (
+    Cassette,
+    ErrorEvent,
+    HttpEvent,
+    ToolEvent,
+    UserEvent,
+    WarningEvent,
+)
+
+from ..results._compare import CaseChange, CassetteDiff
+from ..results._report import RunReport
+from ._transcript import (
+    Step,
+    delta_lines,
+    message_role,
+    message_text,
+    steps,
+    tokens_text,
+    usage_text,
+)
+
+_SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
+
+
+def console() -> Console:
+    """The console the commands print to."""
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_cassette(cassette: Cassette, out: Console, *, bodies: bool = False) -> None:
+    """A cassette's transcript: its steps, outcome, usage and pins."""
+    head = cassette.header
+    summary = cassette.summary()
+    title = f"[bold]{escape(str(cassette.path))}[/]"
+    if head.case_id:
+        title += f"  case [bold]{escape(head.case_id)}[/]"
+    if head.trial is not None:
+        title += f"  trial {head.trial}"
+    out.print(title)
+    out.print(f"recorded {head.started_at} by agent-replay {head.recorder_version}")
+    for step in steps(cassette):
+        _render_step(step, out, bodies=bodies)
+    out.print()
+    status = "[red]error[/]" if summary.status == "error" else "[green]ok[/]"
+    out.print(f"[bold]outcome[/] {status}")
+    if summary.final_answer is not None:
+        out.print(f"  final answer: {escape(summary.final_answer)}")
+    if summary.state_diff is not None:
+        lines = delta_lines(summary.state_diff)
+        out.print(f"  state diff: {len(lines)} row(s) changed")
+        for sign, text in lines:
+            out.print(f"    [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
+    u, t = summary.usage, summary.timings
+    out.print(f"  usage: {escape(usage_text(u))}")
+    out.print(f"  time: {t.total:.3f} s total, {t.llm:.3f} s LLM, {t.tools:.3f} s tools")
+    pins = Table("pin", "value", title="pins", title_justify="left", show_edge=False)
+    for name, value in summary.pins.model_dump(exclude_defaults=True).items():
+        pins.add_row(name, escape(_short(value, 120)))
+    out.print(pins)
+
+
+def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
+    event = step.event
+    timing = f"[dim]+{step.t:.3f}s {step.duration * 1000:.1f} ms[/]"
+    if step.llm is not None:
+        call = step.llm
+        out.print(
+            f"\n[bold cyan]{step.index}. LLM[/] {call.api} {escape(call.model or '?')} {timing} "
+            f"[dim]{tokens_text(call)}"
+            f"{', streamed' if call.stream else ''}[/]"
+        )
+        for message in step.new_messages:
+            role = escape(message_role(message))
+            out.print(f"   [magenta]{role}[/]: {escape(_short(message_text(message)))}")
+        if call.reply_text:
+            out.print(f"   [bold magenta]assistant[/]: {escape(_short(call.reply_text))}")
+        for tc in call.reply_tool_calls:
+            call_text = f"{tc.name}({_short(tc.arguments)})"
+            out.print(f"   [bold magenta]assistant[/] calls {escape(call_text)}")
+    elif isinstance(event, HttpEvent):
+        status = event.response.status if event.response else "no response"
+        out.print(
+            f"\n[bold blue]{step.index}. HTTP[/] {event.request.method} "
+            f"{escape(event.request.url)} → {status} {timing}"
+        )
+        if event.response is not None:
+            out.print(f"   [dim]{len(event.response.chunks)} chunk(s) via {event.via}[/]")
+            if bodies:
+                body = b"".join(event.response.chunks).decode("utf-8", "replace")
+                out.print(f"   {escape(_short(body, 2000))}")
+        if event.error:
+            out.print(f"   [red]{escape(event.error.type)}: {escape(event.error.message)}[/]")
+    elif isinstance(event, ToolEvent):
+        args = ", ".join(f"{k}={v!r}" for k, v in event.args.items())
+        out.print(
+            f"\n[bold green]{step.index}. tool[/] {escape(f'{event.name}({args})')} "
+            f"[dim]{event.effect}[/] {timing}"
+        )
+        if event.error is not None:
+            out.print(
+                f"   [red]raised {escape(event.error.type)}: {escape(event.error.message)}[/]"
+            )
+        else:
+            out.print(f"   → {escape(_short(event.result))}")
+        for sign, text in delta_lines(event.delta or {}):
+            out.print(f"   [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
+    elif isinstance(event, UserEvent):
+        who = f"user ({event.source}{', ' + event.model if event.model else ''})"
+        out.print(f"\n[bold magenta]{step.index}. {escape(who)}[/] {timing}")
+        if event.said is not None:
+            out.print(f"   agent: {escape(_short(event.said, 2000))}")
+        if event.error is not None:
+            out.print(
+                f"   [red]the simulated user failed: {escape(event.error.type)}: "
+                f"{escape(event.error.message)}[/]"
+            )
+        else:
+            stop = " [dim](ends the conversation)[/]" if event.stop else ""
+            out.print(f"   user: {escape(_short(event.reply or '', 2000))}{stop}")
+    elif isinstance(event, ErrorEvent):
+        out.print(
+            f"\n[bold red]{step.index}. error[/] {escape(event.error.type)}: "
+            f"{escape(event.error.message)}"
+        )
+    elif isinstance(event, WarningEvent):
+        out.print(f"\n[bold yellow]{step.index}. warning[/] {escape(event.message)}")
+        for sign, text in delta_lines(event.delta or {}):
+            out.print(f"   [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
+
+
+def render_report(result: RunReport, out: Console) -> None:
+    """A run's report: the per-case table, the suite's pass^k, tool use, why trials failed."""
+    run = result.name
+    kmax = max((c.metrics.counts.n for c in result.cases), default=0)
+    columns = [
+        "case",
+        "suite",
+        "n",
+        "c",
+        "pass^1",
+        *([f"pass^{kmax}"] if kmax > 1 else []),
+        "verdicts",
+    ]
+    table = Table(title=f"run {run}", title_justify="left")
+    for column in columns:
+        table.add_column(
+            column, justify="left" if column in ("case", "suite", "verdicts") else "right"
+        )
+    for case in result.cases:
+        counts, metrics = case.metrics.counts, case.metrics
+        verdicts = ", ".join(f"{v} {n}" for v, n in counts.verdicts.items() if n)
+        table.add_row(
+            escape(case.case_id),
+            case.suite,
+            str(counts.n),
+            str(counts.c),
+            _num(metrics.pass_hat.get(1)),
+            *([_num(metrics.pass_hat.get(kmax))] if kmax > 1 else []),
+            verdicts,
+        )
+    out.print(table)
+    suite = result.suite
+    graded = len(result.cases) - len(suite.excluded)
+    # Only the k every graded case reaches: past it, means over fewer cases could rise with k.
+    ks = [k for k in sorted(suite.pass_hat) if suite.cases_used.get(k, 0) == graded]
+    if ks:
+        out.print("suite pass^k: " + "  ".join(f"k={k} {_num(suite.pass_hat[k])}" for k in ks))
+        out.print("suite pass@k: " + "  ".join(f"k={k} {_num(suite.pass_at[k])}" for k in ks))
+    else:
+        out.print("no trial passed or failed: every one was unknown, unsupported or error")
+    if suite.pass1_ci:
+        low, high = suite.pass1_ci
+        out.print(f"pass^1 95% interval: {low:.3f} - {high:.3f}")
+    totals = ", ".join(f"{v} {n}" for v, n in suite.totals.items() if n)
+    out.print(f"trials: {totals}")
+    use = result.tool_use
+    accuracy = [
+        f"{label} {_num(value)}"
+        for label, value in (
+            ("tool selection", use.selection),
+            ("arguments", use.arguments),
+            ("abstention", use.abstention),
+        )
+        if value is not None
+    ]
+    spread = ", ".join(
+        f"{name.replace('_', ' ')} p50 {_round(p50)} p95 {_round(p95)}"
+        for name, (p50, p95) in use.percentiles.items()
+        if p50 is not None
+    )
+    out.print(f"tool use: {', '.join(accuracy) or 'no reference solution'}; loops {use.loops}")
+    if spread:
+        out.print(f"per trial: {spread}")
+    if use.unknown_usage:
+        out.print(f"tokens unknown in {use.unknown_usage} trials (calls that reported no usage)")
+    for case in result.cases:
+        if case.failures:
+            out.print(f"\n[bold]{escape(case.case_id)}[/] failed because:")
+            for line, times in case.failures:
+                out.print(f"  {times} x {escape(line)}")
+            if case.failing_cassette:
+                out.print(f"  read: replay show {escape(case.failing_cassette)}")
+    for case in result.cases:
+        if case.user_failures:
+            out.print(
+                f"\n[bold]{escape(case.case_id)}[/]: the simulated user failed "
+                "(error trials, not counted against the agent):"
+            )
+            for line, times in case.user_failures:
+                out.print(f"  {times} x {escape(line)}")
+
+
+def render_cassette_diff(result: CassetteDiff, out: Console) -> None:
+    """Two trials compared: the first divergence, the rows, the answers."""
+    if result.same:
+        out.print("same decisions, same world changes, same answer")
+        return
+    out.print(
+        f"[bold]first divergence[/] {escape(result.divergence.describe())}"
+        if result.divergence
+        else "same tool calls"
+    )
+    for line in result.state:
+        out.print(f"  [yellow]~[/] {escape(line)}")
+    if result.answers:
+        out.print(f"answer A: {escape(str(result.answers[0]))}")
+        out.print(f"answer B: {escape(str(result.answers[1]))}")
+
+
+def render_run_diff(changes: list[CaseChange], a: str, b: str, out: Console) -> None:
+    """Two runs compared, case by case."""
+    table = Table(
+        "case",
+        f"{a} pass^1",
+        f"{b} pass^1",
+        "change",
+        "p",
+        "pass^k A -> B",
+        title=f"{a} -> {b}",
+        title_justify="left",
+    )
+    for c in changes:
+        k = f"k={c.pass_k[0]}: {_num(c.pass_k[1])} -> {_num(c.pass_k[2])}" if c.pass_k else "-"
+        mark = " [red]worse[/]" if c.significant and (c.change or 0) < 0 else ""
+        mark = " [green]better[/]" if c.significant and (c.change or 0) > 0 else mark
+        change = "-" if c.change is None else f"{c.change:+.3f}"
+        table.add_row(
+            escape(c.case_id), _num(c.pass1_a), _num(c.pass1_b), change + mark, _num(c.p_value), k
+        )
+    out.print(table)
+    newly = [c for c in changes if c.newly_failing]
+    for c in newly:
+        out.print(f"newly failing: {escape(c.case_id)}  read: replay show {c.failing_cassette}")
+    if not newly:
+        out.print("no case newly fails")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _round(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
