@@ -45,6 +45,7 @@ if _typing.TYPE_CHECKING:
         run_trial,
         sandbox,
     )
+    from .results._calibration import JudgeAgreement, judge_agreement
     from .results._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
     from .results._gate import GateResult, Thresholds, gate, write_junit
     from .results._health import HealthFlag, graduate, suite_health
@@ -87,6 +88,7 @@ _EXPORTS = {
     "Divergence": ".results._compare",
     "Environment": ".modes",
     "ExitCode": "._exit",
+    "JudgeAgreement": ".results._calibration",
     "Fixture": ".worlds._world",
     "GateResult": ".results._gate",
     "HealthFlag": ".results._health",
@@ -122,6 +124,7 @@ _EXPORTS = {
     "diff_cassettes": ".results._compare",
     "diff_runs": ".results._compare",
     "execute": ".runs._runner",
+    "judge_agreement": ".results._calibration",
     "gate": ".results._gate",
     "graduate": ".results._health",
     "import_tau2": ".integrations._tau2",
@@ -173,6 +176,7 @@ __all__ = [
     "Fixture",
     "GateResult",
     "HealthFlag",
+    "JudgeAgreement",
     "JudgeSettings",
     "LlmSettings",
     "Promoted",
@@ -206,6 +210,7 @@ __all__ = [
     "graduate",
     "import_tau2",
     "import_tau_bench_trajectories",
+    "judge_agreement",
     "load_callable",
     "load_case",
     "offline",

@@ -62,7 +62,7 @@ for command in (
     health.graduate_command,
     importing.import_group,
     judge.label,
-    judge.judge_agreement,
+    judge.judge_agreement_command,
     stub_llm.stub_llm,
 ):
     cli.add_command(command)

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from recorder import ConfigError
 
 from ._store import Store
 
@@ -158,3 +161,74 @@ def review_queue(store: Store, run: str) -> list[Pending]:
         reason = "; ".join(grade["evidence"]) or "(no reason)"
         queue.append(Pending(*trial, dimension, reason, cassettes.get(trial)))
     return queue
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeAgreement:
+    """How a run's judge agrees with human labels (``replay judge-agreement``).
+
+    Attributes:
+        run: The run.
+        dimensions: Per judged dimension, a dict: ``dimension``, ``model``,
+            ``rubric_hash``, ``judged``, ``labels``, ``agreement``, ``kappa``,
+            ``unknown_rate`` (this run's), ``calibrated`` and ``store_labels``,
+            ``store_agreement`` (over every run in the store).
+        review_queue: The unknown judge grades no human has labelled yet.
+        min_labels: What calibration asked for.
+        min_agreement: What calibration asked for.
+    """
+
+    run: str
+    dimensions: list[dict[str, Any]]
+    review_queue: list[Pending]
+    min_labels: int
+    min_agreement: float
+
+    def to_json(self) -> dict[str, Any]:
+        """As JSON-ready data (what ``--json`` prints)."""
+        pending = [
+            {
+                "trial": f"{p.case_id}#{p.idx}",
+                "dimension": p.dimension,
+                "reason": p.reason,
+                "cassette": p.cassette,
+            }
+            for p in self.review_queue
+        ]
+        return {"run": self.run, "dimensions": self.dimensions, "review_queue": pending}
+
+
+def judge_agreement(
+    store: Store,
+    run: str,
+    *,
+    min_labels: int = MIN_LABELS,
+    min_agreement: float = MIN_AGREEMENT,
+) -> JudgeAgreement:
+    """Agreement and Cohen's kappa between the judge and human labels in ``run``.
+
+    Raises:
+        ConfigError: No such run in the store.
+    """
+    if store.run(run) is None:
+        raise ConfigError(f"no run {run!r} in {store.path}")
+    everywhere = {(a.dimension, a.model, a.rubric_hash): a for a in agreements(store)}
+    rows: list[dict[str, Any]] = []
+    for here in agreements(store, run):
+        overall = everywhere[(here.dimension, here.model, here.rubric_hash)]
+        rows.append(
+            {
+                "dimension": here.dimension,
+                "model": here.model,
+                "rubric_hash": here.rubric_hash,
+                "judged": here.judged,
+                "labels": here.labels,
+                "agreement": here.agreement,
+                "kappa": here.kappa,
+                "unknown_rate": here.unknown_rate,
+                "calibrated": overall.calibrated(min_labels, min_agreement),
+                "store_labels": overall.labels,
+                "store_agreement": overall.agreement,
+            }
+        )
+    return JudgeAgreement(run, rows, review_queue(store, run), min_labels, min_agreement)
