@@ -130,13 +130,17 @@ def sweep_scratch() -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: a zombie (dead, not yet reaped by its parent) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process
         return True
-    return True
+    try:  # Linux: the state follows the command name in parentheses
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):  # no /proc (macOS): the signal said it exists
+        return True
 
 
 _held: list[Any] = []

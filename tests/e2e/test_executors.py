@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from examples.shop import refund_policy
-from replay.results._store import Store
+from replay import Store
 from replay.runs import _dask, _runner, _work
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
@@ -346,3 +346,20 @@ def test_a_dask_cluster_left_without_workers_fails_the_run_instead_of_hanging(
     assert err.startswith("error: the Dask cluster has had no workers for 2 s")
     assert err.count("\n") == 1
     assert Store(store).run("r") is not None  # the run is there to --resume
+
+
+def test_a_zombie_workers_scratch_folder_is_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that died but is not reaped yet (its parent has not waited) is dead."""
+    monkeypatch.setenv(_work.SCRATCH_ENV, str(tmp_path))
+    zombie = subprocess.Popen(["true"])
+    for _ in range(100):  # exited, never waited for: a zombie
+        if Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+            break
+        time.sleep(0.02)
+    folder = tmp_path / f"replay-work-{zombie.pid}-abc"
+    folder.mkdir()
+    _work.sweep_scratch()
+    zombie.wait()
+    assert not folder.exists()

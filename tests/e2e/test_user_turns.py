@@ -10,7 +10,7 @@ import pytest
 
 from examples.shop import RefundChatPolicy
 from recorder import Cassette, ToolEvent, UserEvent, WarningEvent, read_cassette
-from replay.results._store import Store
+from replay import Store
 from replay.stub_llm import Fail, StubLLM
 from tests.helpers import REPO, replay
 
@@ -127,7 +127,7 @@ def test_a_frozen_user_past_its_recording_is_unsupported(
     from types import SimpleNamespace
 
     from recorder import FixtureUnsupported
-    from replay.cases._case import load_case
+    from replay import load_case
     from replay.channels._user import FrozenUser, UserChannel
 
     _, _, cassette = recorded
@@ -147,7 +147,7 @@ def test_a_bare_stop_is_a_turn_a_frozen_user_replays(
 ) -> None:
     from types import SimpleNamespace
 
-    from replay.cases._case import load_case
+    from replay import load_case
     from replay.channels._user import FrozenUser, UserChannel
 
     _, _, cassette = recorded

@@ -15,6 +15,8 @@ from recorder import (
     CassetteNotFound,
     CassetteVersionUnsupported,
     ErrorInfo,
+    Footer,
+    Header,
     HttpEvent,
     HttpRequest,
     HttpResponse,
@@ -23,7 +25,6 @@ from recorder import (
     read_cassette,
 )
 from recorder._codec import PREAMBLE, Encoder, decode
-from recorder._schema import Footer, Header
 from recorder._writer import CassetteWriter
 from tests.helpers import decompressed
 

@@ -38,7 +38,7 @@ def test_damage_is_refused(tmp_path: Path, content: bytes, error: type) -> None:
 
 
 def test_an_unknown_version_is_refused(tmp_path: Path) -> None:
-    from recorder._schema import Header, Pins
+    from recorder import Header, Pins
     from recorder._writer import CassetteWriter
 
     path = tmp_path / "v99.cassette"

@@ -10,9 +10,8 @@ import pytest
 
 from examples.shop import record_refund
 from recorder import AssertionSyntaxError, RowChange, read_cassette
+from replay import Fixture, StateDiff
 from replay.graders import Assertion, Context, SqliteWorld
-from replay.worlds._diff import StateDiff
-from replay.worlds._world import Fixture
 from tests.helpers import SHOP_FIXTURE
 
 
@@ -217,7 +216,7 @@ def test_boolean_composition_and_edge_cases(
 
 
 def test_the_demo_case_holds_for_the_demo_recording(refunded: Context) -> None:
-    from replay.cases._case import load_case
+    from replay import load_case
     from tests.helpers import REPO
 
     case = load_case(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")

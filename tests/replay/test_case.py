@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recorder import CaseFileError
-from replay.cases._case import Scoring, Suite, load_case
+from replay import Scoring, Suite, load_case
 from tests.helpers import REPO
 
 DEMO = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"

@@ -11,12 +11,10 @@ import yaml
 from pydantic import BaseModel
 
 from recorder import ToolEvent, read_cassette, record, tool
-from replay.cases._case import load_case
+from replay import Fixture, StateDiff, load_case
 from replay.graders import Assertion, Context, SqliteWorld, Verdict
 from replay.modes import Environment, sandbox
-from replay.worlds._diff import StateDiff
 from replay.worlds._documents import Documents
-from replay.worlds._world import Fixture
 
 STATE = {
     "users": {

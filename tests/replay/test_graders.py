@@ -9,8 +9,9 @@ import pytest
 
 from examples.shop import INSTRUCTION, make_tools, naive_refund_policy, refund_policy, run_agent
 from recorder import Tool, read_cassette, record, tool
-from replay.cases._case import load_case
+from replay import Fixture, StateDiff, load_case
 from replay.graders import (
+    REGISTRY,
     Grade,
     SqliteWorld,
     Trial,
@@ -19,10 +20,7 @@ from replay.graders import (
     grader,
     run_graders,
 )
-from replay.graders._core import REGISTRY
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
-from replay.worlds._diff import StateDiff
-from replay.worlds._world import Fixture
 from tests.helpers import REPO
 
 CASE = load_case(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")

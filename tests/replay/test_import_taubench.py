@@ -18,8 +18,8 @@ from recorder import (
     llm_call,
     read_cassette,
 )
+from replay import Store
 from replay.integrations._taubench import import_trajectories, load_trajectories, names_from_file
-from replay.results._store import Store
 from tests.helpers import REPO
 
 DATA = (REPO.parent / "shared" / "external" / "tau-bench" / "gpt-4o-airline.json").resolve()

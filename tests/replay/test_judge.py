@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from recorder import HttpEvent, read_cassette
-from replay.cases._case import load_case
+from replay import load_case
 from replay.graders import Dimension, Judge, Verdict, combine
 from replay.graders._judge import parse_verdict
 from replay.modes import review

@@ -11,7 +11,7 @@ import pytest
 
 from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import ConfigError, HttpEvent, Tool, ToolEvent, read_cassette, tool
-from replay.cases._case import load_case
+from replay import load_case
 from replay.graders import Verdict
 from replay.modes import Environment, load_callable, offline, review, sandbox
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
@@ -69,7 +69,7 @@ def test_review_offline_and_sandbox_agree(recorded: Path, tmp_path: Path) -> Non
         frozen=cassette,
     )
     assert ran == []  # offline: no tool function ran
-    from replay.results._compare import diff_cassettes
+    from replay import diff_cassettes
 
     # The offline trial's cassette records the same calls, effects and changes as the original.
     assert diff_cassettes(cassette, read_cassette(replayed.cassette)).same
@@ -195,8 +195,7 @@ def test_sandbox_hides_secret_environment_variables(
 
 
 def test_concurrent_trials_keep_to_their_own_cassettes(tmp_path: Path) -> None:
-    from replay import AgentSettings, ExecutorSettings, LlmSettings, RunSpec, execute
-    from replay.results._store import Store
+    from replay import AgentSettings, ExecutorSettings, LlmSettings, RunSpec, Store, execute
 
     store = Store(tmp_path / "r.db")
     with StubLLM(refund_policy()) as llm:

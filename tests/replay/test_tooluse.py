@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from examples.shop import refund_policy
-from replay import AgentSettings, LlmSettings, RunSpec, execute
-from replay.results._report import build_report
-from replay.results._store import Store
+from replay import AgentSettings, LlmSettings, RunSpec, Store, build_report, execute
 from replay.results._tooluse import percentile
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
 from tests.helpers import REPO

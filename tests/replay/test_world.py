@@ -12,8 +12,8 @@ import pytest
 
 from examples.shop import INSTRUCTION, make_tools, refund_policy, run_agent
 from recorder import FixtureError, WarningEvent, read_cassette, record, tool, world_hash
+from replay import Fixture, World
 from replay.stub_llm import StubLLM
-from replay.worlds._world import Fixture, World
 from tests.helpers import REPO, SHOP_FIXTURE
 
 ROWS = {

@@ -11,13 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from recorder import read_cassette
-from replay import tau2
+from replay import check_case, load_case, tau2
 from replay._cli.main import cli
-from replay.cases._case import load_case
 from replay.graders import Verdict
 from replay.integrations._tau2 import Imported
 from replay.modes import Environment, offline, sandbox
-from replay.runs._check import check_case
 from replay.worlds._documents import Documents
 
 pytest.importorskip(
