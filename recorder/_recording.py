@@ -145,6 +145,7 @@ class Recording:
         )
         """Calls to these are not recorded, only counted (see ``recorder._ignore``)."""
         self._ignored: dict[str, int] = {}
+        self._channels = IgnoredHosts(())
         self.interpose = interpose
         """When set, asked first for every HTTP request: a response it returns is the answer
         (recorded as usual) and the request goes nowhere (fault injection)."""
@@ -265,13 +266,24 @@ class Recording:
 
     # -- what interceptors call ----------------------------------------------
 
+    def channel(self, address: str) -> None:
+        """Let requests to ``address`` (``host:port``) go out as they are, in every mode.
+
+        For the harness's own channels of this trial (its MCP tool server): what
+        flows there is recorded at its own level (tool events), not as HTTP.
+        """
+        self._channels = IgnoredHosts((*self._channels.entries, address))
+
     def ignored(self, url: str) -> HttpResponse | bool:
         """Whether a request goes to an ignored host (then it is counted, never recorded).
 
         Returns False for a host that is not ignored; True when the request is to
-        go out as it is, unrecorded (a plain recording); the response to answer it
-        with when this session answers calls itself (a frozen LLM, the sandbox).
+        go out as it is, unrecorded (a plain recording, or one of the trial's own
+        channels); the response to answer it with when this session answers
+        calls itself (a frozen LLM, the sandbox).
         """
+        if self._channels.entries and self._channels.match(url) is not None:
+            return True
         entry = self.ignore_hosts.match(url)
         if entry is None and self.source is not None:  # what the frozen recording ignored
             entry = self.source.ignore_hosts.match(url)

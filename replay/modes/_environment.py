@@ -10,6 +10,7 @@ from typing import Any
 from recorder import Tool
 
 from ..channels._faults import FaultInjector
+from ..channels._mcp import McpTools
 from ..channels._user import UserChannel
 
 
@@ -34,6 +35,11 @@ class Environment:
             annotations and docstring, and is a coroutine function where the tool
             is, so the framework builds the schema it always does. Calling one is
             ``call_tool`` (recorded; offline, answered from the cassette).
+        mcp: The same tools over MCP: ``env.mcp.url`` is a streamable-HTTP MCP
+            endpoint on 127.0.0.1 (started on first use, for this trial alone),
+            for an agent that takes its tools from an MCP server
+            (``MCPServerStreamableHttp(params={"url": env.mcp.url})``). A call
+            there is ``call_tool`` too.
     """
 
     tools: list[dict[str, Any]]
@@ -45,6 +51,7 @@ class Environment:
     user: UserChannel | None = None
     """Multi-turn cases: ``user.say(text)`` returns the user's answer (None: it has ended)."""
     functions: Sequence[Callable[..., Any]] = field(default_factory=list)
+    mcp: McpTools | None = None
 
 
 def as_function(
@@ -105,18 +112,20 @@ def environment(
     """The agent's environment, alike in sandbox and offline.
 
     ``tools``' schemas, ``dispatch`` (faults injected) to call them, the same
-    as functions, and the LLM endpoint and settings.
+    as functions and over MCP, and the LLM endpoint and settings.
     """
     if faults is not None:
         dispatch = faults.wrap(dispatch)
+    specs = [t.openai_schema() for t in tools]
     return Environment(
-        [t.openai_schema() for t in tools],
+        specs,
         dispatch,
         llm_base_url,
         model,
         dict(settings or {}),
         user=user,
         functions=_Functions(tools, dispatch),
+        mcp=McpTools(specs, dispatch),
     )
 
 

@@ -135,7 +135,13 @@ def run_agent(
             if env.user is not None:
                 env.user.recording = rec
                 instruction = env.user.opening()
-            answer = yield agent(instruction, env)  # the driver resolves a coroutine
+            if env.mcp is not None:
+                env.mcp.recording = rec
+            try:
+                answer = yield agent(instruction, env)  # the driver resolves a coroutine
+            finally:
+                if env.mcp is not None:
+                    env.mcp.close()
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except KeyboardInterrupt:
