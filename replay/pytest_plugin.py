@@ -9,7 +9,7 @@ def test_refund(replay_session):
 
 Offline by default and strict, like pytest-recording: the cassette must
 exist, tools are answered from it and the LLM is frozen. ``--replay-mode
-record`` re-records every marked test (the ``record`` mode), ``--replay-mode
+record`` re-records every marked test (under the sandbox's watch), ``--replay-mode
 sandbox`` runs live without touching the cassettes, and
 ``--replay-record-missing`` records only the cassettes that do not exist.
 A live LLM's URL comes from ``run(llm_url=...)``, the marker, or
@@ -25,8 +25,10 @@ from typing import Any
 
 import pytest
 
-MODES = ("offline", "record", "sandbox")
-"""The modes a test may run in (``replay.modes.REGISTRY``'s that run the agent)."""
+MODES = {"offline": ("offline", False), "record": ("sandbox", True), "sandbox": ("sandbox", False)}
+"""``--replay-mode`` choices: the registered mode each runs, and whether it writes the
+test's cassette. A test records under the sandbox's watch (secrets hidden, HTTP to
+the LLM's host only), as it always has: a test must not reach third-party APIs."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,7 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("replay", "agent-replay")
     group.addoption(
         "--replay-mode",
-        choices=MODES,
+        choices=list(MODES),
         default=None,
         help="offline (default: frozen tools and LLM from the cassette), record, or sandbox.",
     )
@@ -89,7 +91,8 @@ class ReplaySession:
 
         case = load_case(self.case_path)
         url = llm_url or self._llm_url or os.environ.get("REPLAY_LLM_URL")
-        mode = REGISTRY[self.mode]
+        name, records = MODES[self.mode]
+        mode = REGISTRY[name]
         if mode.needs_recorded(mode.default_llm, False) and not self.cassette.exists():
             if not self._record_missing:
                 pytest.fail(
@@ -97,14 +100,15 @@ class ReplaySession:
                     "--replay-mode record or --replay-record-missing",
                     pytrace=False,
                 )
-            mode = REGISTRY["record"]
+            name, records = MODES["record"]
+            mode = REGISTRY[name]
         if mode.default_llm == "live" and not url:
             pytest.fail(
-                f"--replay-mode {mode.name} needs a live LLM: pass llm_url= or set REPLAY_LLM_URL",
+                f"--replay-mode {self.mode} needs a live LLM: pass llm_url= or set REPLAY_LLM_URL",
                 pytrace=False,
             )
         recorded = mode.needs_recorded(mode.default_llm, False)
-        out = self.cassette if mode.records else self._tmp / f"{mode.name}.cassette"
+        out = self.cassette if records else self._tmp / f"{mode.name}.cassette"
         out.parent.mkdir(parents=True, exist_ok=True)
         plan = TrialPlan(
             case=case,

@@ -10,21 +10,22 @@ from click.core import ParameterSource
 from rich.progress import Progress
 
 from recorder import ConfigError
-
-from ..channels._faults import parse_faults
-from ..modes import REGISTRY
-from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
-from ..results._store import DEFAULT_PATH, Store
-from ..runs._runner import execute
-from ..runs._spec import (
+from replay import (
     AgentSettings,
     ExecutorSettings,
     FaultSettings,
     JudgeSettings,
     LlmSettings,
     RunSpec,
+    Store,
     UserSettings,
+    execute,
 )
+
+from ..channels._faults import parse_faults
+from ..modes import REGISTRY
+from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
+from ..results._store import DEFAULT_PATH
 
 
 def _settings(pairs: tuple[str, ...]) -> dict[str, object]:
@@ -64,7 +65,9 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     show_default=True,
     help="; ".join(f"{m.name}: {m.summary}" for m in REGISTRY.values()) + ".",
 )
-@click.option("--agent", help="The agent, module:function (offline, sandbox).")
+@click.option(
+    "--agent", help="The agent, module:function (the modes that run it: offline, sandbox, record)."
+)
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
 @click.option(
     "--trials",
@@ -240,7 +243,7 @@ def run(
     `replay judge-agreement`).
 
     Faults (--fault, and each case's own `faults:`) are injected, seeded, in
-    offline and sandbox trials: tool calls that time out, raise, answer 5xx,
+    the trials of modes that run the agent: tool calls that time out, raise, answer 5xx,
     come back twice, truncated, stale or as malformed JSON, and LLM calls
     answered 429/5xx.
 

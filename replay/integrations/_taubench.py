@@ -38,6 +38,7 @@ from recorder import (
     write_cassette,
 )
 
+from ..modes import cassette_name
 from ..results._store import Store
 from ..runs._spec import RunSpec
 
@@ -303,7 +304,7 @@ def import_tau_bench_trajectories(
             f"run {run!r} exists in {results.path}; an import never adds to a run: "
             "pass --run with a new name"
         )
-    targets = [out / f"{_case_id(domain, t)}-{t.index}.cassette" for t in trials]
+    targets = [out / cassette_name(_case_id(domain, t), t.index) for t in trials]
     taken = [p for p in targets if p.exists()]
     if taken:
         raise ConfigError(

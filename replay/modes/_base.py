@@ -90,6 +90,13 @@ class _Registry(Mapping[str, Mode]):
         except KeyError:
             raise ConfigError(f"no mode {name!r}; the modes are {', '.join(self._modes)}") from None
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._modes
+
+    def get(self, name: str, default: Mode | None = None) -> Mode | None:  # type: ignore[override]
+        """The mode of that name, or ``default``."""
+        return self._modes.get(name, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._modes)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder import Cassette, Playback, Tool, tool
+from recorder import Cassette, ConfigError, Playback, Tool, tool
 
 from ..cases._case import Case
 from ..channels._faults import FaultInjector
@@ -102,7 +102,7 @@ def offline_steps(
     recorded: Cassette,
     out: Path,
     *,
-    llm_base_url: str = NO_LLM_URL,
+    llm_base_url: str | None = None,
     llm: Literal["frozen", "live"] = "frozen",
     index: int = 0,
     model: str | None = None,
@@ -118,8 +118,14 @@ def offline_steps(
     """Replay ``recorded`` with ``agent``: tools answered from it, the LLM ``frozen`` or ``live``.
 
     As steps (see ``replay.modes``); ``offline`` runs them here. The trial is
-    recorded into ``out``; with a ``judge``, its calls go beside it.
+    recorded into ``out``; with a ``judge``, its calls go beside it. A live LLM
+    is at ``llm_base_url`` (a frozen one answers at the recorded address).
+
+    Raises:
+        ConfigError: A live LLM without ``llm_base_url``.
     """
+    if llm == "live" and llm_base_url is None:
+        raise ConfigError("offline with a live LLM needs llm_base_url (the endpoint to use)")
     plan = TrialPlan(
         case=case,
         mode=MODE.name,

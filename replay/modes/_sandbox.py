@@ -93,7 +93,7 @@ def sandbox_steps(
     tools: ToolFactory,
     out: Path,
     *,
-    llm_base_url: str = NO_LLM_URL,
+    llm_base_url: str,
     index: int = 0,
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,

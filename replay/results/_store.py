@@ -195,7 +195,11 @@ class Store:
         )
 
     def _upgrade(self) -> None:
-        """Bring a store written by an earlier version up to date (columns are only added)."""
+        """Bring a store written by an earlier version up to date.
+
+        Columns are added; version 1's cause grades become trial causes, and its
+        runs' pins gain what version 2 pins (see ``_pins_of_version_2``).
+        """
         grades, trials = self.db["grades"], self.db["trials"]
         for column, kind in (("advisory", int), ("meta", str)):
             if column not in grades.columns_dict:
@@ -204,6 +208,43 @@ class Store:
             if column not in trials.columns_dict:
                 trials.add_column(column, added)  # type: ignore[union-attr]
         self._create_labels()
+        with self.db.conn as conn:
+            self._causes_from_grades(conn)
+            self._pins_of_version_2(conn)
+
+    @staticmethod
+    def _causes_from_grades(conn: sqlite3.Connection) -> None:
+        """Version 1 kept an error's cause as a grade named agent, user or harness."""
+        rows = conn.execute(
+            "SELECT rowid, run, case_id, idx, grader, evidence FROM grades "
+            "WHERE grader IN ('agent', 'user', 'harness')"
+        ).fetchall()
+        for rowid, run, case_id, idx, cause, evidence in rows:
+            conn.execute(
+                "UPDATE trials SET cause = ?, cause_detail = ? "
+                "WHERE run = ? AND case_id = ? AND idx = ?",
+                (cause, evidence or "[]", run, case_id, idx),
+            )
+            conn.execute("DELETE FROM grades WHERE rowid = ?", (rowid,))
+
+    @staticmethod
+    def _pins_of_version_2(conn: sqlite3.Connection) -> None:
+        """What version 1's runs were graded by, pinned as version 2 pins it.
+
+        Every trial then got the built-in graders, each at version 1; a run whose
+        mode calls no LLM pins no LLM source (version 1 said ``live``). So a
+        baseline stored by version 1 can be gated against a new run.
+        """
+        from ..graders import BUILT_IN
+        from ..modes import REGISTRY
+
+        for name, text in conn.execute("SELECT name, pins FROM runs").fetchall():
+            pins = json.loads(text or "{}")
+            pins.setdefault("graders", {grader: {"version": "1"} for grader in BUILT_IN})
+            mode = REGISTRY.get(pins.get("mode") or "")
+            if mode is not None and not mode.llm:
+                pins["llm"] = None
+            conn.execute("UPDATE runs SET pins = ? WHERE name = ?", (json.dumps(pins), name))
 
     def start_run(self, name: str, spec: dict[str, Any], pins: dict[str, Any]) -> None:
         """Record a new run; refuses a name already used (resume it instead)."""

@@ -38,6 +38,8 @@ class ToolUse:
     percentiles: dict[str, tuple[float | None, float | None]]
     """p50 and p95 of steps, input and output tokens, cost and latency (over known values)."""
     unknown_usage: int = 0
+    unmeasured: int = 0
+    """Trials stored before tool use was stored with them (version 1): none of the above."""
     """Trials whose token usage is unknown (a call reported none): left out of the tokens."""
 
     def to_json(self) -> dict[str, Any]:
@@ -49,6 +51,7 @@ class ToolUse:
             "abstention": self.abstention,
             "loops": self.loops,
             "unknown_usage": self.unknown_usage,
+            "unmeasured": self.unmeasured,
             **{k: {"p50": v[0], "p95": v[1]} for k, v in self.percentiles.items()},
         }
 
@@ -74,6 +77,7 @@ def tool_use(trials: Sequence[Mapping[str, Any]]) -> ToolUse:
         sum(1 for t in trials if t.get("loops")),
         _percentiles(trials),
         _unknown_usage(trials),
+        sum(1 for t in trials if t.get("tool_calls") is None),
     )
 
 
@@ -106,5 +110,6 @@ def run_tool_use(store: Store, name: str) -> tuple[dict[str, ToolUse], ToolUse]:
         sum(u.loops for u in per_case.values()),
         _percentiles(trials),
         _unknown_usage(trials),
+        sum(u.unmeasured for u in per_case.values()),
     )
     return per_case, overall

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cases._case import Case
-from ..modes import Environment, ToolFactory, TrialResult, sandbox
+from ..modes import NO_LLM_URL, Environment, ToolFactory, TrialResult, sandbox
 
 
 def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
@@ -53,5 +53,5 @@ def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
             reference,
             tools,
             Path(tmp) / "reference.cassette",
-            llm_base_url="http://127.0.0.1:9/v1",
+            llm_base_url=NO_LLM_URL,
         )

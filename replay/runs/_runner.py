@@ -26,7 +26,6 @@ from ..modes import REGISTRY, Mode, cassette_name, load_callable
 from ..results._calibration import calibrated_judges
 from ..results._store import Store
 from ..worlds._world import load_fixture
-from . import _dask, _processes, _ray  # noqa: F401  (each registers its backend)
 from ._backend import Backend, backend
 from ._spec import RunSpec
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
@@ -338,10 +337,14 @@ def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for case in cases:
-        try:
-            uses = graders.resolve([*graders.BUILT_IN, *case.grader_uses, *spec.graders])
-        except ConfigError:
-            uses = [graders.GraderUse(g.rpartition(":")[2]) for g in spec.graders]
+        uses: list[graders.GraderUse] = []
+        entries: list[str | graders.GraderUse] = [*graders.BUILT_IN, *case.grader_uses]
+        for entry in [*entries, *spec.graders]:
+            try:
+                uses += graders.resolve([entry])
+            except ConfigError:  # its module is on the workers only: pinned by name
+                name = entry.name if isinstance(entry, graders.GraderUse) else entry
+                uses.append(graders.GraderUse(name.rpartition(":")[2]))
         for use in uses:
             pin = out.setdefault(use.name, {"version": graders.VERSIONS.get(use.name)})
             if use.args:

@@ -209,7 +209,11 @@ def render_report(result: RunReport, out: Console) -> None:
         for name, (p50, p95) in use.percentiles.items()
         if p50 is not None
     )
-    out.print(f"tool use: {', '.join(accuracy) or 'no reference solution'}; loops {use.loops}")
+    if use.unmeasured == use.trials and use.trials:
+        out.print("tool use: unknown (trials stored before tool use was stored with them)")
+    else:
+        described = ", ".join(accuracy) or "no reference solution"
+        out.print(f"tool use: {described}; loops {use.loops}")
     if spread:
         out.print(f"per trial: {spread}")
     if use.unknown_usage:

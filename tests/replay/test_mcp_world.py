@@ -8,6 +8,7 @@ import pytest
 
 from recorder import HttpEvent, ToolEvent, read_cassette
 from replay import load_case, offline, sandbox
+from replay.modes import NO_LLM_URL
 from tests.helpers import REPO
 from tests.replay.mcp_agents import REFUND, refund_over_mcp
 
@@ -26,7 +27,7 @@ def _tools():  # type: ignore[no-untyped-def]
 def recorded(tmp_path: Path) -> Path:
     """A sandbox trial of the MCP agent: real tools behind the MCP server."""
     out = tmp_path / "sandbox.cassette"
-    result = sandbox(CASE, refund_over_mcp, _tools(), out)
+    result = sandbox(CASE, refund_over_mcp, _tools(), out, llm_base_url=NO_LLM_URL)
     assert result.outcome.verdict.value == "pass", result.outcome.evidence
     return out
 

@@ -53,8 +53,10 @@ def test_no_code_outside_the_mode_definitions_compares_a_mode_name() -> None:
     assert found == []
 
 
-def test_the_pytest_plugin_offers_the_modes_that_run_an_agent() -> None:
-    assert sorted(PLUGIN_MODES) == sorted(m.name for m in REGISTRY.values() if m.runs_agent)
+def test_the_pytest_plugin_runs_registered_modes_that_run_an_agent() -> None:
+    assert sorted(PLUGIN_MODES) == ["offline", "record", "sandbox"]
+    assert all(REGISTRY[name].runs_agent for name, _ in PLUGIN_MODES.values())
+    assert PLUGIN_MODES["record"] == ("sandbox", True)  # a test records under watch
 
 
 def test_an_unknown_mode_is_refused_naming_the_modes(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from recorder import ConfigError, ToolEvent, read_cassette
-from replay import RunSpec, Store, build_report, execute
-from tests.helpers import REPO
+from replay import RunSpec, Store, Thresholds, build_report, execute, gate
+from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 
@@ -26,8 +27,11 @@ CREATE TABLE labels (run TEXT, case_id TEXT, idx INTEGER, dimension TEXT, verdic
 INSERT INTO runs VALUES ('old', '{}', '{"mode": "review"}', '2026-01-01T00:00:00', NULL);
 INSERT INTO trials VALUES ('old', 'refund-4812', 0, 'capability', 'pass', NULL, NULL, 3,
   100, 20, 0.5, NULL, '[]');
-INSERT INTO grades VALUES ('old', 'refund-4812', 0, 'agent', 'error',
-  NULL, 0, '["agent raised RuntimeError: boom"]', 0, NULL);
+INSERT INTO trials VALUES ('old', 'refund-4812', 1, 'capability', 'error', NULL, NULL, 1,
+  10, 2, 0.1, NULL, '[]');
+INSERT INTO grades VALUES ('old', 'refund-4812', 0, 'rule', 'pass', NULL, 0, '[]', 0, NULL);
+INSERT INTO grades VALUES ('old', 'refund-4812', 1, 'user', 'error',
+  NULL, 0, '["the simulated user failed: its endpoint answered HTTP 500"]', 0, NULL);
 """
 
 
@@ -36,13 +40,27 @@ def test_a_store_written_before_versions_is_upgraded_and_still_reported(tmp_path
     with closing(sqlite3.connect(path)) as conn:
         conn.executescript(VERSION_1)
     store = Store(path)
-    (trial,) = store.trials("old")
-    assert trial["verdict"] == "pass" and trial["cause"] is None and trial["tool_calls"] is None
+    passed, failed = store.trials("old")
+    assert passed["verdict"] == "pass" and passed["cause"] is None
+    assert passed["tool_calls"] is None  # not measured then
+    # Version 1 kept the cause of an error as a grade named after it: now the trial's cause.
+    assert failed["cause"] == "user"
+    assert failed["cause_detail"] == ["the simulated user failed: its endpoint answered HTTP 500"]
+    assert [g["grader"] for g in store.grades("old")] == ["rule"]
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    pins = store.run("old")["pins"]  # type: ignore[index]
+    assert pins["llm"] is None  # review calls no LLM
+    assert pins["graders"]["state"] == {"version": "1"}  # what every trial got then
     report = build_report(store, "old")
     (case,) = report.cases
-    assert case.metrics.counts.n == 1 and case.tool_use.selection is None  # unknown, not 0
+    assert case.metrics.counts.verdicts["error"] == 1 and case.failures == []
+    assert case.user_failures == [
+        ("user: the simulated user failed: its endpoint answered HTTP 500", 1)
+    ]
+    assert case.tool_use.selection is None and case.tool_use.unmeasured == 2  # unknown, not 0
+    code, out, _ = replay("report", "old", "--store", str(path))
+    assert code == 0 and "tool use: unknown (trials stored before" in out
 
 
 def test_a_store_from_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
@@ -66,3 +84,28 @@ def test_a_trial_is_stored_with_its_tool_use(tmp_path: Path) -> None:
     assert trial["cause"] is None and trial["cause_detail"] == []
     (case,) = build_report(store, "rev").cases
     assert case.tool_use.selection == 1.0
+
+
+def test_a_baseline_stored_by_version_1_can_be_gated_against_a_new_run(tmp_path: Path) -> None:
+    spec = RunSpec(name="new", cases=[str(CASE)], mode="review", cassettes=str(REPO / "cassettes"))
+    fresh = Store(tmp_path / "fresh.db")
+    execute(spec, fresh)
+    pins = dict(fresh.run("new")["pins"])  # type: ignore[index]
+    old_pins = {k: v for k, v in pins.items() if k != "graders"} | {"llm": "live"}  # as v1 wrote
+    (trial,) = fresh.trials("new")
+    path = tmp_path / "old.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.executescript(VERSION_1.split("INSERT")[0])  # version 1's tables, empty
+        conn.execute(
+            "INSERT INTO runs VALUES ('base', '{}', ?, '2026-01-01T00:00:00', NULL)",
+            (json.dumps(old_pins),),
+        )
+        conn.execute(
+            "INSERT INTO trials (run, case_id, idx, verdict) VALUES ('base', ?, 0, 'pass')",
+            (trial["case_id"],),
+        )
+        conn.commit()
+    store = Store(path)
+    execute(spec, store)
+    result = gate(store, "base", "new", Thresholds(max_drop=0.1))
+    assert result.holds
