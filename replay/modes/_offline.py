@@ -35,8 +35,7 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     started = time.perf_counter()
     recorded = plan.needs_recorded()
     world = fresh_world(plan)
-    assert plan.tools is not None, "offline was planned without the case's tools"
-    originals = list(plan.tools(world.conn))  # for their schemas and effects only: nothing runs
+    originals = list(plan.needs_tools()(world.conn))  # their schemas and effects: none runs
     player = ToolPlayer(recorded)
     replayed = dispatcher({t.name: _replayed_tool(t, player, world) for t in originals})
     source = Playback(recorded) if MODE.llm_source(plan.llm) == "frozen" else None

@@ -109,6 +109,26 @@ class TrialPlan:
         """Where the judge's calls on this trial are recorded."""
         return self.judge_out or judge_cassette(self.out)
 
+    def needs_tools(self) -> ToolFactory:
+        """The case's tool factory, which this plan's mode cannot do without.
+
+        Raises:
+            ConfigError: The plan has none.
+        """
+        if self.tools is None:
+            raise ConfigError(f"{self.mode} of case {self.case.id!r} needs the case's tools")
+        return self.tools
+
+    def needs_agent(self) -> Agent:
+        """The agent, which this plan's mode runs.
+
+        Raises:
+            ConfigError: The plan has none.
+        """
+        if self.agent is None:
+            raise ConfigError(f"{self.mode} of case {self.case.id!r} needs an agent to run")
+        return self.agent
+
     def needs_recorded(self) -> Cassette:
         """The recorded trial, which this plan's mode cannot do without.
 

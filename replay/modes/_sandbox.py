@@ -35,8 +35,7 @@ from ._trial import TrialResult, fresh_world, graded, misses, recorded_base_url,
 def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult]:
     started = time.perf_counter()
     world = fresh_world(plan)
-    assert plan.tools is not None, f"{mode.name} was planned without the case's tools"
-    tools = list(plan.tools(world.conn))
+    tools = list(plan.needs_tools()(world.conn))
     source = Playback(plan.needs_recorded()) if mode.llm_source(plan.llm) == "frozen" else None
     url = (recorded_base_url(source.cassette) if source else None) or plan.llm_url or NO_LLM_URL
     env = environment(

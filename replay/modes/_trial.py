@@ -111,8 +111,7 @@ def run_agent(
     An agent that raises is recorded (an error event), not propagated;
     ``source`` answers the LLM (frozen), ``allowed_hosts`` (else any) may be reached.
     """
-    case, faults, agent = plan.case, plan.faults, plan.agent
-    assert agent is not None, "a mode that runs the agent was planned without one"
+    case, faults, agent = plan.case, plan.faults, plan.needs_agent()
     user = {"mode": plan.mode, **(faults.pins() if faults is not None else {})}
     rec: Recording | None = None
     try:

@@ -188,3 +188,12 @@ def test_record_takes_a_live_llm_only(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="record mode takes --llm live, not 'frozen'"):
         execute(spec, Store(tmp_path / "r.db"))
+
+
+def test_a_plan_without_what_its_mode_needs_is_a_config_error(tmp_path: Path) -> None:
+    case = load_case(CASE)
+    with pytest.raises(ConfigError, match="offline of case 'refund-4812' needs the recorded"):
+        run_trial(TrialPlan(case=case, mode="offline", out=tmp_path / "t.cassette"))
+    recorded = read_cassette(GOLDEN)
+    with pytest.raises(ConfigError, match="needs the case's tools"):
+        run_trial(TrialPlan(case=case, mode="offline", out=tmp_path / "t", recorded=recorded))
