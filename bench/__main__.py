@@ -22,6 +22,7 @@ from importlib.metadata import version
 from . import (
     cassette_open,
     executors,
+    mcp_proxy,
     record_clients,
     record_overhead,
     state_diff,
@@ -67,6 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     print()
     spread = executors.run(quick=args.quick)
     print(executors.report(spread), flush=True)
+    print()
+    proxied = mcp_proxy.run(quick=args.quick) if mcp_proxy.available() else None
+    print(mcp_proxy.report(proxied) if proxied else "mcp proxy: skipped (mcp is not installed)")
     print()
     gold = tau2_gold.run(quick=args.quick) if tau2_gold.available() else None
     print(tau2_gold.report(gold) if gold else "tau2 gold pass: skipped (tau2 is not installed)")
@@ -116,6 +120,15 @@ def main(argv: list[str] | None = None) -> None:
             executors.local_ok(spread),
         )
     )
+    if proxied is not None:
+        checks.append(
+            (
+                f"MCP proxy adds < {mcp_proxy.TARGET_MS:g} ms per call, at every number of calls "
+                f"({', '.join(f'{p.calls:,}' for p in proxied)})",
+                f"worst {ms(max(p.overhead for p in proxied))}",
+                mcp_proxy.ok(proxied),
+            )
+        )
     if gold is not None:
         checks.append(
             (

@@ -32,6 +32,7 @@ if _typing.TYPE_CHECKING:
     from ._exit import ExitCode
     from .cases._case import Case, Scoring, Suite, ToolCallSpec, load_case
     from .cases._promote import Promoted, promote
+    from .channels._mcp_proxy import McpServer
     from .integrations._tau2 import Tau2Import, import_tau2
     from .integrations._taubench import TauBenchImport, import_tau_bench_trajectories
     from .modes import (
@@ -89,6 +90,7 @@ _EXPORTS = {
     "Environment": ".modes",
     "ExitCode": "._exit",
     "JudgeAgreement": ".results._calibration",
+    "McpServer": ".channels._mcp_proxy",
     "Fixture": ".worlds._world",
     "GateResult": ".results._gate",
     "HealthFlag": ".results._health",
@@ -179,6 +181,7 @@ __all__ = [
     "JudgeAgreement",
     "JudgeSettings",
     "LlmSettings",
+    "McpServer",
     "Promoted",
     "RowUpdate",
     "RunReport",

@@ -85,6 +85,7 @@ REPLAY = [
     "JudgeAgreement",
     "JudgeSettings",
     "LlmSettings",
+    "McpServer",
     "UserSettings",
     # cases, worlds, state diffs
     "Case",

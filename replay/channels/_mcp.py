@@ -87,14 +87,7 @@ class McpTools:
             raise ConfigError(
                 f"env.mcp needs the mcp SDK ({exc}): pip install 'agent-replay[mcp]'"
             ) from None
-        listed = [
-            {
-                "name": spec["function"]["name"],
-                "description": spec["function"].get("description") or None,
-                "inputSchema": spec["function"].get("parameters") or {"type": "object"},
-            }
-            for spec in self._tools
-        ]
+        listed = self._listed()
 
         async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             error, text = await asyncio.to_thread(context.copy().run, self._call, name, arguments)
@@ -102,6 +95,9 @@ class McpTools:
 
         app = _app(listed, call)
         sock = socket.socket()
+        # Small JSON answers on a kept-alive connection: without this, delayed ACKs cost
+        # ~40 ms a call (accepted connections inherit it on Linux).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         if self.recording is not None:
@@ -117,6 +113,17 @@ class McpTools:
                 raise ConfigError(f"the trial's MCP tool server did not start on port {port}")
             time.sleep(0.005)
         return f"http://127.0.0.1:{port}/mcp"
+
+    def _listed(self) -> list[dict[str, Any]]:
+        """The tools as ``tools/list`` gives them (wire form)."""
+        return [
+            {
+                "name": spec["function"]["name"],
+                "description": spec["function"].get("description") or None,
+                "inputSchema": spec["function"].get("parameters") or {"type": "object"},
+            }
+            for spec in self._tools
+        ]
 
     def _call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         """Run one call in the trial's context: (is it an error, the text to answer)."""

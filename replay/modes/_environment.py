@@ -52,6 +52,9 @@ class Environment:
     """Multi-turn cases: ``user.say(text)`` returns the user's answer (None: it has ended)."""
     functions: Sequence[Callable[..., Any]] = field(default_factory=list)
     mcp: McpTools | None = None
+    mcp_servers: Mapping[str, McpTools] = field(default_factory=dict)
+    """Third-party MCP servers by name, each behind the trial's recording proxy
+    (``env.mcp_servers["sqlite"].url`` or ``.command``)."""
 
 
 def as_function(
@@ -108,6 +111,7 @@ def environment(
     model: str | None,
     settings: Mapping[str, Any] | None,
     user: UserChannel | None,
+    servers: Mapping[str, McpTools] | None = None,
 ) -> Environment:
     """The agent's environment, alike in sandbox and offline.
 
@@ -126,6 +130,7 @@ def environment(
         user=user,
         functions=_Functions(tools, dispatch),
         mcp=McpTools(specs, dispatch),
+        mcp_servers=dict(servers or {}),
     )
 
 

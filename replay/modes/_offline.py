@@ -19,6 +19,7 @@ from recorder import Cassette, ConfigError, Playback, Tool, tool
 
 from ..cases._case import Case
 from ..channels._faults import FaultInjector
+from ..channels._mcp_proxy import McpServer, replayed_proxy
 from ..channels._player import ReplayedToolError, ToolPlayer
 from ..channels._user import UserChannel
 from ..graders import Judge
@@ -40,11 +41,22 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     replayed = dispatcher({t.name: _replayed_tool(t, player, world) for t in originals})
     source = Playback(recorded) if MODE.llm_source(plan.llm) == "frozen" else None
     url = (recorded_base_url(recorded) if source else None) or plan.llm_url or NO_LLM_URL
-    env = environment(originals, replayed, plan.faults, url, plan.model, plan.settings, plan.user)
+    wrap = plan.faults.wrap if plan.faults is not None else _same
+    servers = {
+        name: replayed_proxy(name, lambda t: _replayed_tool(t, player, world), wrap)
+        for name in plan.mcp_servers
+    }
+    env = environment(
+        originals, replayed, plan.faults, url, plan.model, plan.settings, plan.user, servers
+    )
     cassette = yield from run_agent(plan, env, world, source, None)
     missed = misses(player, source, plan.user.frozen if plan.user else None)
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return graded(plan, cassette, world, diff, missed, started)
+
+
+def _same(dispatch: Any) -> Any:
+    return dispatch
 
 
 def _replayed_tool(
@@ -113,6 +125,7 @@ def offline_steps(
     user: UserChannel | None = None,
     ignore_hosts: Iterable[str] | None = None,
     graders: Iterable[str] = (),
+    mcp_servers: Mapping[str, McpServer] | None = None,
 ) -> Steps[TrialResult]:
     """Replay ``recorded`` with ``agent``: tools answered from it, the LLM ``frozen`` or ``live``.
 
@@ -144,6 +157,7 @@ def offline_steps(
         judge=judge,
         prices=prices,
         graders=tuple(graders),
+        mcp_servers=dict(mcp_servers or {}),
     )
     return MODE.steps(plan)
 

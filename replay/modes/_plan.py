@@ -21,6 +21,7 @@ from recorder import Cassette, ConfigError, Tool
 
 from ..cases._case import Case
 from ..channels._faults import FaultInjector
+from ..channels._mcp_proxy import McpServer
 from ..channels._user import UserChannel
 from ..graders import Judge
 from ..worlds._world import World
@@ -78,6 +79,9 @@ class TrialPlan:
         judge: The LLM judge of the case's rubric.
         prices: Model prices, for the trial's cost.
         graders: Graders added to the case's own.
+        mcp_servers: Third-party MCP servers the agent uses, by name
+            (``env.mcp_servers``): started per trial behind a recording proxy where
+            the mode runs tools, answered from the recording offline.
         judge_out: Where the judge's calls are recorded (None: beside ``out``).
     """
 
@@ -100,6 +104,7 @@ class TrialPlan:
     judge: Judge | None = None
     prices: Prices | None = None
     graders: Sequence[str] = ()
+    mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
 
     judge_out: Path | None = None
     """Where the judge's calls are recorded (None: beside ``out``, ``judge_cassette(out)``)."""

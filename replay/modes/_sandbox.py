@@ -20,6 +20,7 @@ from recorder import Cassette, Playback
 
 from ..cases._case import Case
 from ..channels._faults import FaultInjector
+from ..channels._mcp_proxy import McpServer, live_proxy
 from ..channels._secrets import hidden_secrets
 from ..channels._user import UserChannel
 from ..graders import Judge
@@ -38,8 +39,10 @@ def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult
     tools = list(plan.needs_tools()(world.conn))
     source = Playback(plan.needs_recorded()) if mode.llm_source(plan.llm) == "frozen" else None
     url = (recorded_base_url(source.cassette) if source else None) or plan.llm_url or NO_LLM_URL
+    wrap = plan.faults.wrap if plan.faults is not None else _same
+    servers = {n: live_proxy(n, s, world, wrap) for n, s in plan.mcp_servers.items()}
     env = environment(
-        tools, dispatcher(tools), plan.faults, url, plan.model, plan.settings, plan.user
+        tools, dispatcher(tools), plan.faults, url, plan.model, plan.settings, plan.user, servers
     )
     hosts = (urlsplit(url).hostname or "",) if watched else None
     with hidden_secrets(plan.allow_env) if watched else contextlib.nullcontext():
@@ -47,6 +50,10 @@ def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult
     missed = misses(source, plan.user.frozen if plan.user else None)
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return graded(plan, cassette, world, diff, missed, started)
+
+
+def _same(dispatch: Any) -> Any:
+    return dispatch
 
 
 def _sandbox(plan: TrialPlan) -> Steps[TrialResult]:
@@ -105,6 +112,7 @@ def sandbox_steps(
     user: UserChannel | None = None,
     ignore_hosts: Iterable[str] | None = None,
     graders: Iterable[str] = (),
+    mcp_servers: Mapping[str, McpServer] | None = None,
 ) -> Steps[TrialResult]:
     """Run ``agent`` against a fresh world with real tools; record the trial into ``out``.
 
@@ -134,6 +142,7 @@ def sandbox_steps(
         judge=judge,
         prices=prices,
         graders=tuple(graders),
+        mcp_servers=dict(mcp_servers or {}),
     )
     return MODE.steps(plan)
 

@@ -134,13 +134,14 @@ def run_agent(
             if env.user is not None:
                 env.user.recording = rec
                 instruction = env.user.opening()
-            if env.mcp is not None:
-                env.mcp.recording = rec
+            servers = [*([env.mcp] if env.mcp is not None else []), *env.mcp_servers.values()]
+            for server in servers:
+                server.recording = rec
             try:
                 answer = yield agent(instruction, env)  # the driver resolves a coroutine
             finally:
-                if env.mcp is not None:
-                    env.mcp.close()
+                for server in servers:
+                    server.close()
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except KeyboardInterrupt:

@@ -54,3 +54,47 @@ async def refund_over_mcp(instruction: str, env: Environment) -> str:
             if result.isError:
                 return f"{name} failed: {result.content[0].text}"  # type: ignore[union-attr]
     return f"I refunded ${amount:.2f} for order 4812 and emailed the customer."
+
+
+async def notes_over_sqlite(instruction: str, env: Environment) -> str:
+    """Writes a note through mcp-server-sqlite (``env.mcp_servers["sqlite"]``), reads it back."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    text = env.settings.get("text", "hello")
+    async with (
+        streamable_http_client(env.mcp_servers["sqlite"].url) as (read, write, _),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        listed = [t.name for t in (await client.list_tools()).tools]
+        if "write_query" not in listed:
+            return f"no write_query in {listed}"
+        steps = [
+            ("list_tables", {}),
+            ("write_query", {"query": f"INSERT INTO notes (text) VALUES ('{text}')"}),
+            ("read_query", {"query": "SELECT text FROM notes"}),
+        ]
+        answers = []
+        for name, arguments in steps:
+            result = await client.call_tool(name, arguments)
+            answers.append(result.content[0].text)  # type: ignore[union-attr]
+            if result.isError:
+                return f"{name} failed: {answers[-1]}"
+    return f"noted: {answers[-1]}"
+
+
+async def time_in(instruction: str, env: Environment) -> str:
+    """Asks mcp-server-time (``env.mcp_servers["time"]``) for the time, over stdio."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    command, *args = env.mcp_servers["time"].command
+    zone = env.settings.get("timezone", "UTC")
+    async with (
+        stdio_client(StdioServerParameters(command=command, args=args)) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        result = await client.call_tool("get_current_time", {"timezone": zone})
+    return str(result.content[0].text)  # type: ignore[union-attr]
