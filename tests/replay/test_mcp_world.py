@@ -64,3 +64,17 @@ def test_an_unseen_mcp_call_is_an_mcp_error_with_the_unsupported_message(
     answer = result.trial.answer or ""
     assert answer.startswith("issue_refund failed: FixtureUnsupported: fixture unsupported:")
     assert "nearest recorded" in answer and "amount" in answer
+
+
+def test_a_fault_is_injected_into_an_mcp_call_as_into_a_direct_one(tmp_path: Path) -> None:
+    from replay.channels._faults import Fault, FaultInjector
+
+    injector = FaultInjector([Fault(kind="raise", tool="issue_refund")], 0, CASE.id, 0)
+    result = sandbox(
+        CASE, refund_over_mcp, _tools(), tmp_path / "f.cassette", llm_base_url=NO_LLM_URL,
+        faults=injector,
+    )  # fmt: skip
+    assert (result.trial.answer or "").startswith("issue_refund failed: ")
+    assert injector.injected  # the fault fired, on the MCP call
+    refunds = result.trial.diff.tables.get("refunds")
+    assert refunds is None or not refunds.inserted  # the refund never ran
