@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -16,6 +17,7 @@ from replay import (
     FaultSettings,
     JudgeSettings,
     LlmSettings,
+    McpServer,
     RunSpec,
     Store,
     UserSettings,
@@ -53,6 +55,49 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
                 f"{pair!r} is not MODEL=IN:OUT", param_hint="--price"
             ) from None
     return prices
+
+
+def _mcp_servers(servers: tuple[str, ...], envs: tuple[str, ...]) -> dict[str, McpServer]:
+    """``--mcp-server NAME=COMMAND|URL`` and ``--mcp-env NAME:KEY=VALUE`` as the servers."""
+    given: dict[str, list[str]] = {}
+    for text in servers:
+        name, sep, value = text.partition("=")
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise click.BadParameter(f"{text!r}: {exc}", param_hint="--mcp-server") from None
+        if not sep or not name.strip():
+            raise click.BadParameter(
+                f"{text!r} is not NAME=COMMAND or NAME=URL", param_hint="--mcp-server"
+            )
+        if not words:
+            raise click.BadParameter(f"{text!r} has no command or URL", param_hint="--mcp-server")
+        if name in given:
+            raise click.BadParameter(f"server {name!r} is named twice", param_hint="--mcp-server")
+        given[name] = words
+    env: dict[str, dict[str, str]] = {}
+    for text in envs:
+        name, _, setting = text.partition(":")
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{text!r} is not NAME:KEY=VALUE", param_hint="--mcp-env")
+        if name not in given or given[name][0].startswith(_URLS):
+            raise click.BadParameter(
+                f"{text!r}: no --mcp-server {name!r} started by a command", param_hint="--mcp-env"
+            )
+        env.setdefault(name, {})[key] = value
+    out = {}
+    for name, words in given.items():
+        if not words[0].startswith(_URLS):
+            out[name] = McpServer(command=tuple(words), env=env.get(name, {}))
+        elif len(words) == 1:
+            out[name] = McpServer(url=words[0])
+        else:
+            raise click.BadParameter(f"{name!r}: a URL is one word", param_hint="--mcp-server")
+    return out
+
+
+_URLS = ("http://", "https://")
 
 
 @click.command()
@@ -127,6 +172,22 @@ def _prices(pairs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     "--allow-env",
     multiple=True,
     help="Let the sandboxed agent see this secret-like environment variable (repeatable).",
+)
+@click.option(
+    "--mcp-server",
+    "mcp_servers",
+    multiple=True,
+    metavar="NAME=COMMAND|URL",
+    help="A third-party MCP server the agent reaches as env.mcp_servers[NAME]: a command "
+    "(split like a shell; {world} is the trial's world as a SQLite file) or an http(s) URL "
+    "(repeatable).",
+)
+@click.option(
+    "--mcp-env",
+    "mcp_envs",
+    multiple=True,
+    metavar="NAME:KEY=VALUE",
+    help="An environment variable for server NAME's command (repeatable; stored with the run).",
 )
 @click.option(
     "--ignore-host",
@@ -209,6 +270,8 @@ def run(
     store: Path,
     resume: bool,
     allow_env: tuple[str, ...],
+    mcp_servers: tuple[str, ...],
+    mcp_envs: tuple[str, ...],
     ignore_hosts: tuple[str, ...],
     no_default_ignore: bool,
     graders: tuple[str, ...],
@@ -252,11 +315,16 @@ def run(
     turns, from --cassettes), so an agent-only change replays against the
     same user.
 
+    Third-party MCP servers (--mcp-server NAME=COMMAND|URL) sit behind a
+    recording proxy the agent reaches at env.mcp_servers[NAME]: started per
+    trial where tools run, answered from the cassettes offline.
+
     Trials run in this process (threads) by default; --workers N runs them in
     N worker processes, --executor ray|dask on a cluster (the same run, the
     same verdicts). A trial whose worker dies is retried alone and stored as
     error if it takes its worker down twice.
     """
+    servers = _mcp_servers(mcp_servers, mcp_envs)  # (bad input: before a store is made)
     results = Store(store)
     if resume:
         context = click.get_current_context()
@@ -283,7 +351,14 @@ def run(
             trials=trials,
             cassettes=str(cassettes.resolve()) if cassettes else None,
             graders=list(graders),
-            agent=AgentSettings(agent, tools, model, _settings(sets), allow_env=list(allow_env)),
+            agent=AgentSettings(
+                agent,
+                tools,
+                model,
+                _settings(sets),
+                allow_env=list(allow_env),
+                mcp_servers=servers,
+            ),
             llm=LlmSettings(
                 llm,  # type: ignore[arg-type]
                 llm_url,

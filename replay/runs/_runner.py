@@ -16,18 +16,20 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from recorder import ConfigError, __version__, patched, read_header
+from recorder import PLACEHOLDER, ConfigError, Redaction, __version__, patched, read_header
 
 from .. import graders
 from ..cases._case import Case, load_case
 from ..channels._faults import Fault, parse_faults
+from ..channels._mcp_proxy import McpServer
+from ..channels._secrets import SECRET_WORDS
 from ..graders import Judge
 from ..modes import REGISTRY, Mode, cassette_name, load_callable
 from ..results._calibration import calibrated_judges
 from ..results._store import Store
 from ..worlds._world import load_fixture
 from ._backend import Backend, backend
-from ._spec import RunSpec
+from ._spec import RunSpec, stored_server
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
 
 
@@ -352,6 +354,22 @@ def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
     return out
 
 
+def _pinned(server: McpServer) -> dict[str, Any]:
+    """A server as its run's pins show it: what is set, secrets (as the sandbox names them) hidden.
+
+    (The spec stored for ``--resume`` keeps the values.)
+    """
+    shown = {k: v for k, v in stored_server(server).items() if v not in (None, [], {})}
+    if "url" in shown:
+        shown["url"] = Redaction().redact_url(shown["url"])
+    if "env" in shown:
+        shown["env"] = {
+            k: PLACEHOLDER if any(w in k.upper() for w in SECRET_WORDS) else v
+            for k, v in shown["env"].items()
+        }
+    return shown
+
+
 def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
     return {
         "mode": mode.name,
@@ -360,6 +378,7 @@ def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
         "model": spec.agent.model,
         "llm": mode.llm_source(spec.llm.source),
         "settings": spec.agent.settings,
+        "mcp_servers": {n: _pinned(s) for n, s in spec.agent.mcp_servers.items()} or None,
         "grader_version": __version__,
         "graders": _grader_pins(spec, cases),
         "judge": {"model": spec.judge.model, "timeout": spec.judge.timeout}

@@ -2,21 +2,25 @@
 
 A run's spec is stored with it (``Store.start_run``) so that ``--resume``
 continues it exactly; it carries its version, and ``RunSpec.from_stored``
-reads a spec stored by an earlier version (the flat spec of version 1) or
-refuses one from a later version, saying so.
+reads a spec stored by an earlier version (the flat spec of version 1, the
+version 2 spec without MCP servers) or refuses one from a later version,
+saying so.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from recorder import ConfigError
 
+from ..channels._mcp_proxy import McpServer
 from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
 
-SPEC_VERSION = 2
-"""1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor."""
+SPEC_VERSION = 3
+"""1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor;
+3: the agent's third-party MCP servers (``agent.mcp_servers``; none in a version 2 spec)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,33 @@ class AgentSettings:
     """Everything else it is given (``--set``: ``env.settings``)."""
     allow_env: list[str] = field(default_factory=list)
     """Environment variables named like secrets it may still see (sandbox)."""
+    mcp_servers: dict[str, McpServer] = field(default_factory=dict)
+    """Third-party MCP servers it uses, by name (``env.mcp_servers``); a stored
+    server (its fields as a dict) is read back as an ``McpServer``."""
+
+    def __post_init__(self) -> None:
+        servers = {name: _server(given) for name, given in self.mcp_servers.items()}
+        object.__setattr__(self, "mcp_servers", servers)
+
+
+def stored_server(server: McpServer) -> dict[str, Any]:
+    """A server's fields, JSON-ready (sequences as lists, mappings as dicts)."""
+    return {f.name: _plain(getattr(server, f.name)) for f in fields(server)}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _server(given: McpServer | Mapping[str, Any]) -> McpServer:
+    """The server in one form (sequences as tuples), whether given or stored, so specs compare."""
+    stored = stored_server(given) if isinstance(given, McpServer) else dict(given)
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()}
+    return McpServer(**values)
 
 
 @dataclass(frozen=True)

@@ -294,6 +294,7 @@ def _plan(
         model=spec.agent.model,
         settings=spec.agent.settings,
         allow_env=tuple(spec.agent.allow_env),
+        mcp_servers=spec.agent.mcp_servers,
         ignore_hosts=(
             (*DEFAULT_IGNORE_HOSTS, *spec.llm.ignore_hosts)
             if spec.llm.default_ignore

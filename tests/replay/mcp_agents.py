@@ -1,7 +1,9 @@
-"""Agents that take their tools from the trial's MCP server (``env.mcp.url``), for the tests."""
+"""Agents that take their tools over MCP (``env.mcp``, ``env.mcp_servers``), for the tests."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from replay import Environment
@@ -84,17 +86,46 @@ async def notes_over_sqlite(instruction: str, env: Environment) -> str:
     return f"noted: {answers[-1]}"
 
 
-async def time_in(instruction: str, env: Environment) -> str:
-    """Asks mcp-server-time (``env.mcp_servers["time"]``) for the time, over stdio."""
+@contextlib.asynccontextmanager
+async def _over_stdio(command: Sequence[str]) -> AsyncIterator[Any]:
+    """An initialized MCP client session with the server ``command`` starts (stdio)."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    command, *args = env.mcp_servers["time"].command
-    zone = env.settings.get("timezone", "UTC")
+    program, *args = command
     async with (
-        stdio_client(StdioServerParameters(command=command, args=args)) as (read, write),
+        stdio_client(StdioServerParameters(command=program, args=args)) as (read, write),
         ClientSession(read, write) as client,
     ):
         await client.initialize()
+        yield client
+
+
+async def time_in(instruction: str, env: Environment) -> str:
+    """Asks mcp-server-time (``env.mcp_servers["time"]``) for the time, over stdio."""
+    zone = env.settings.get("timezone", "UTC")
+    async with _over_stdio(env.mcp_servers["time"].command) as client:
         result = await client.call_tool("get_current_time", {"timezone": zone})
-    return str(result.content[0].text)  # type: ignore[union-attr]
+    return str(result.content[0].text)
+
+
+async def task_done_over_stdio(instruction: str, env: Environment) -> str:
+    """Marks a task done through mcp-server-sqlite, started by ``env.mcp_servers["sqlite"]``."""
+    title = env.settings.get("title", "ship")
+    async with _over_stdio(env.mcp_servers["sqlite"].command) as client:
+        await client.list_tools()
+        await client.call_tool(
+            "write_query", {"query": f"UPDATE tasks SET done = 1 WHERE title = '{title}'"}
+        )
+        done = await client.call_tool("read_query", {"query": "SELECT title FROM tasks WHERE done"})
+    return f"done: {done.content[0].text}"
+
+
+def no_tools(conn: Any) -> list[Any]:
+    """The case's own tools: none (the agent's come from its MCP servers)."""
+    return []
+
+
+def idle(instruction: str, env: Environment) -> str:
+    """Uses none of its MCP servers."""
+    return "nothing done"

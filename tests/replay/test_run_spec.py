@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields
+
 import pytest
 
 from recorder import ConfigError
@@ -11,9 +14,11 @@ from replay import (
     FaultSettings,
     JudgeSettings,
     LlmSettings,
+    McpServer,
     RunSpec,
     UserSettings,
 )
+from replay.runs._spec import SPEC_VERSION
 
 FLAT = {  # as agent-replay stored a spec before specs had versions
     "name": "nightly",
@@ -77,11 +82,50 @@ def test_a_flat_spec_from_before_versions_is_read_into_its_groups() -> None:
 def test_a_stored_spec_reads_back_as_it_was() -> None:
     spec = RunSpec.from_stored(FLAT)
     assert RunSpec.from_stored(spec.to_stored()) == spec
-    assert spec.to_stored()["version"] == 2
+    assert spec.to_stored()["version"] == SPEC_VERSION == 3
+
+
+SERVERS = {
+    "sqlite": McpServer(command=["mcp-server-sqlite", "--db-path", "{world}"], env={"A": "1"}),
+    "remote": McpServer(url="http://127.0.0.1:8931/mcp"),
+}
+
+
+def test_a_spec_s_mcp_servers_are_stored_as_their_fields_and_read_back_as_servers() -> None:
+    spec = RunSpec("r", ["c.yaml"], "sandbox", agent=AgentSettings("a:b", mcp_servers=SERVERS))
+    stored = json.loads(json.dumps(spec.to_stored()))  # as the store keeps it
+    assert set(stored["agent"]["mcp_servers"]["sqlite"]) == {f.name for f in fields(McpServer)}
+    assert stored["agent"]["mcp_servers"]["sqlite"]["command"] == [
+        "mcp-server-sqlite", "--db-path", "{world}",
+    ]  # fmt: skip
+    again = RunSpec.from_stored(stored)
+    assert again == spec
+    assert isinstance(
+        again.agent.mcp_servers["sqlite"].command, tuple
+    )  # one form, so specs compare
+    assert again.agent.mcp_servers["remote"] == McpServer(url="http://127.0.0.1:8931/mcp")
+
+
+def test_a_version_2_spec_has_no_mcp_servers() -> None:
+    stored = RunSpec.from_stored(FLAT).to_stored()
+    del stored["agent"]["mcp_servers"]
+    spec = RunSpec.from_stored({**stored, "version": 2})
+    assert spec.agent.mcp_servers == {} and spec.version == SPEC_VERSION
+
+
+def test_a_stored_server_that_is_not_one_is_a_clear_error() -> None:
+    agent = AgentSettings(mcp_servers=SERVERS)
+    stored = RunSpec("r", ["c.yaml"], "sandbox", agent=agent).to_stored()
+    stored["agent"]["mcp_servers"]["remote"]["colour"] = "blue"
+    with pytest.raises(ConfigError, match=r"stored spec of run 'r' is unreadable: .*colour"):
+        RunSpec.from_stored(stored)
+    stored["agent"]["mcp_servers"]["remote"] = {"command": [], "url": None}
+    with pytest.raises(ConfigError, match="a command or a url"):
+        RunSpec.from_stored(stored)
 
 
 def test_a_spec_from_a_newer_version_is_refused_saying_which() -> None:
-    stored = {**RunSpec.from_stored(FLAT).to_stored(), "version": 3}
+    stored = {**RunSpec.from_stored(FLAT).to_stored(), "version": SPEC_VERSION + 1}
     with pytest.raises(ConfigError, match=r"newer agent-replay .* resume it with that version"):
         RunSpec.from_stored(stored)
 
