@@ -7,6 +7,8 @@ proxy in a sandbox trial (``env.mcp_servers["sqlite"].command``: the relay,
 the proxy's MCP server, the recorded tool call, the server). The overhead is
 (proxied - direct) per call, measured at two numbers of calls, so a cost
 that grows with what has been recorded shows as a difference between them.
+Each way runs several rounds, interleaved, and the median round counts:
+on two cores a neighbour's burst moves a single round by a millisecond.
 
 Run alone: ``python -m bench.mcp_proxy [--quick]``.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -86,7 +89,7 @@ def run(quick: bool = False) -> list[Point]:
     """Both ways at two numbers of calls."""
     from replay import McpServer, load_case, sandbox
 
-    counts = (50, 200) if quick else (200, 1000)
+    counts, rounds = ((50, 200), 3) if quick else ((200, 1000), 5)
     points: list[Point] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -98,24 +101,24 @@ def run(quick: bool = False) -> list[Point]:
         case = load_case(root / "case.yaml")
         servers = {"sqlite": McpServer(command=[str(_server()), "--db-path", "{world}"])}
         for n in counts:
-            direct = asyncio.run(_calls([str(_server()), "--db-path", str(db)], n))
-            timing: dict[str, float] = {}
+            direct: list[float] = []
+            proxied: list[float] = []
 
-            async def agent(
-                instruction: str, env: Any, n: int = n, timing: dict[str, float] = timing
-            ) -> str:
-                timing["s"] = await _calls(env.mcp_servers["sqlite"].command, n)
+            async def agent(instruction: str, env: Any, n: int = n) -> str:
+                proxied.append(await _calls(env.mcp_servers["sqlite"].command, n))
                 return "done"
 
-            sandbox(
-                case,
-                agent,
-                lambda conn: [],
-                root / f"proxied-{n}.cassette",
-                llm_base_url="http://127.0.0.1:9/v1",
-                mcp_servers=servers,
-            )
-            points.append(Point(n, direct, timing["s"]))
+            for _ in range(rounds):
+                direct.append(asyncio.run(_calls([str(_server()), "--db-path", str(db)], n)))
+                sandbox(
+                    case,
+                    agent,
+                    lambda conn: [],
+                    root / f"proxied-{n}.cassette",
+                    llm_base_url="http://127.0.0.1:9/v1",
+                    mcp_servers=servers,
+                )
+            points.append(Point(n, statistics.median(direct), statistics.median(proxied)))
     return points
 
 

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from recorder import ConfigError, Recording
@@ -68,9 +69,9 @@ class McpTools:
     def command(self) -> list[str]:
         """The same server as a command speaking MCP over stdio (``MCPServerStdio``).
 
-        It relays to ``url`` (``replay.channels._stdio``): the tools run here, in the trial.
+        It relays to ``url`` (``_stdio.py``): the tools run here, in the trial.
         """
-        return [sys.executable, "-m", "replay.channels._stdio", self.url]
+        return [sys.executable, "-I", "-S", str(Path(__file__).with_name("_stdio.py")), self.url]
 
     def close(self) -> None:
         """Stop the server, if it started."""

@@ -1,50 +1,73 @@
 """A recording proxy in front of a third-party MCP server, started by command or reached by URL.
 
-The agent talks to the proxy (``env.mcp_servers[name].url`` / ``.command``:
-the same MCP server as the trial's own, ``_mcp``); the proxy answers
-``tools/list`` and ``tools/call`` through recorded tools:
+The agent talks to the proxy (``env.mcp_servers[name].url``, streamable HTTP,
+or ``.command``, stdio); each request it makes is a recorded call of the
+trial, made through the trial's dispatcher (faults injected):
 
-- live (sandbox, record): the real server is started for the trial (or
-  reached at its URL); ``tools/list`` is a recorded call named
-  ``mcp:<server>:tools/list`` (its answer: the tools' wire form), and each
-  ``tools/call`` is forwarded and recorded as a tool event under the tool's
-  own name. A server that takes a world gets the trial's fresh world as a
-  SQLite file (``{world}`` in its command or environment); the rows a call
-  changed there are found by comparing the file's tables before and after the
-  call (a server writes through its own connection, which no trigger of ours
-  sees) and applied to the trial's world inside the call, so the tool event
-  carries them as its delta and the graders see them.
-- offline: nothing is started; ``tools/list`` and every call are answered
-  from the cassette, the recorded deltas applied; an unseen call is the usual
-  "fixture unsupported" MCP tool error.
+- ``tools/call`` is recorded under the tool's own name with its arguments;
+  its result is the server's result as MCP gives it (content, structured
+  content), the progress the server reported on the way kept with it, in
+  order (``_meta["agent-replay/progress"]``); a result flagged ``isError`` is
+  the call's error.
+- every other request (``initialize``, ``tools/list``, ``resources/list``,
+  ``resources/read``, ``prompts/list``, ``prompts/get``, ...) is a call named
+  ``mcp:<server>:<method>`` with its parameters as arguments (``initialize``
+  with none: it is asked once per trial, whatever client asks).
 
-Resources, prompts and progress notifications are not relayed (the world
-server's clients ask for tools only).
+Live (sandbox, record): the real server is started on the trial's first
+request (or reached at its URL). A server that takes a world gets the trial's
+fresh world as a SQLite file (``{world}`` in its command or environment); the
+rows a request changed there (``_upstream.FileChanges``) are applied to the
+trial's world inside the call, so the call carries them as its delta and the
+graders see them. Offline: nothing is started; every request is answered from
+the cassette (progress replayed to an agent that asked for it), the recorded
+deltas applied; an unseen call is the usual "fixture unsupported" tool error.
+
+A server that fails (does not start, exits, garbles, hangs) answers the call
+under way and every later one with a JSON-RPC error naming it; the call is
+recorded with that error (``McpServerFailed``) and the trial is an ``error``
+whose cause is the server. Not relayed: the agent's notifications (the proxy
+holds its own session with the server) and the server's requests to the
+client (sampling, roots, elicitation: the server is told the client has none).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
+import contextvars
 import json
-import sqlite3
+import sys
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from recorder import ConfigError, RowChange, Tool, WorldDelta, tool
+from recorder import ConfigError, Recording, Tool, tool
 
-from ._mcp import McpTools
+from ._jsonrpc import Endpoint, Message, Notify, error
+from ._player import ReplayedToolError
+from ._upstream import (
+    FileChanges,
+    HttpUpstream,
+    McpServerFailed,
+    RpcError,
+    StdioUpstream,
+    Upstream,
+)
 
 CALL_TIMEOUT_S = 60.0
-"""Seconds one call to the real server may take before it is a tool error."""
+"""Seconds a request to the real server may take (``McpServer.timeout``) before it has failed."""
 STARTUP_S = 30.0
 """Seconds the real server may take to start and answer ``initialize``."""
+PROGRESS = "agent-replay/progress"
+"""Where a recorded ``tools/call`` result keeps the progress reported on the way."""
+PROTOCOL = "2025-06-18"
+"""The protocol version asked for when the agent names none."""
+_RELAY = str(Path(__file__).with_name("_stdio.py"))
+
+Dispatch = Callable[[str, Mapping[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -55,12 +78,15 @@ class McpServer:
         command: The command that starts it (stdio); ``{world}`` in it is replaced
             by the path of the trial's world as a SQLite file.
         url: Or the streamable-HTTP endpoint where it runs already.
-        env: Environment variables for the command (``{world}`` replaced too).
+        env: Environment variables for the command (``{world}`` replaced too),
+            added to the few it inherits (``PATH``, ``HOME``, the locale: never a secret).
+        timeout: Seconds one request may take before the server has failed.
     """
 
     command: Sequence[str] = ()
     url: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = CALL_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if bool(self.command) == bool(self.url):
@@ -72,270 +98,340 @@ class McpServer:
         return any("{world}" in part for part in (*self.command, *self.env.values()))
 
 
-def list_name(server: str) -> str:
-    """The recorded call that holds a server's ``tools/list``."""
-    return f"mcp:{server}:tools/list"
+def method_name(server: str, method: str) -> str:
+    """The recorded call that holds a request other than ``tools/call``."""
+    return f"mcp:{server}:{method}"
 
 
-class LiveServer:
-    """The real server, its client session on a loop of its own, for one trial."""
+_REQUEST: contextvars.ContextVar[tuple[str, Mapping[str, Any], Notify]] = contextvars.ContextVar(
+    "mcp_request"
+)
+"""The agent's request under way in this thread (method, params, notify), for the forwarder."""
 
-    def __init__(self, name: str, spec: McpServer, world: Any) -> None:
-        self.name, self.spec, self.world = name, spec, world
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._serving: concurrent.futures.Future[None] | None = None
-        self._stop: asyncio.Event = asyncio.Event()
-        self._session: Any = None
-        self._dir = tempfile.TemporaryDirectory(prefix="replay-mcp-")
-        self.file = Path(self._dir.name) / "world.db"
-        self._file: sqlite3.Connection | None = None
 
-    def start(self) -> None:
-        """Start the server (its world file first) and open the session.
+class McpProxy:
+    """``env.mcp_servers[name]``: the trial's proxy for one third-party server.
 
-        Raises:
-            ConfigError: It did not start, or did not answer ``initialize``.
+    Args:
+        name: The server's name for the trial.
+        make: The recorded call for a name (a tool's, or ``method_name``'s).
+        wrap: The trial's faults around the dispatcher.
+        replays: Offline: progress is replayed from the recorded results.
+        closing: Stops the real server, if one was started.
+        upstream: The real server's URL (its traffic is a channel of the trial).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        make: Callable[[str], Callable[..., Any]],
+        wrap: Callable[[Dispatch], Dispatch],
+        *,
+        replays: bool,
+        closing: Callable[[], None] = lambda: None,
+        upstream: str | None = None,
+    ) -> None:
+        self.name, self._make, self._replays = name, make, replays
+        self._closing, self._upstream = closing, upstream
+        self.recording: Recording | None = None
+        """The trial's recording, told of the proxy's and the server's addresses."""
+        self._calls: dict[str, Callable[..., Any]] = {}
+        self._dispatch = wrap(lambda name, arguments: self._call(name)(**arguments))
+        self._lock = threading.Lock()
+        self._endpoint: Endpoint | None = None
+        self._http: str | None = None
+        self._initialized: Message | None = None
+
+    @property
+    def url(self) -> str:
+        """The proxy's streamable-HTTP endpoint (``http://127.0.0.1:PORT/mcp``)."""
+        endpoint = self._started()
+        with self._lock:
+            if self._http is None:
+                self._http = endpoint.http
+                self._channel(self._http)
+            return self._http
+
+    @property
+    def command(self) -> list[str]:
+        """The proxy as a command speaking MCP over stdio (``MCPServerStdio``).
+
+        A relay of the standard library alone, piping its stdio to the proxy.
         """
-        if self.spec.takes_world:
-            copy = sqlite3.connect(self.file)
-            try:
-                self.world.conn.backup(copy)
-            finally:
-                copy.close()
-            self._file = sqlite3.connect(self.file, check_same_thread=False)
-        self._thread.start()
-        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._stop = asyncio.Event()
-        self._serving = asyncio.run_coroutine_threadsafe(self._serve(ready), self._loop)
-        try:
-            ready.result(timeout=STARTUP_S)
-        except Exception as exc:
-            self.close()
-            where = " ".join(self.spec.command) or self.spec.url
-            raise ConfigError(
-                f"MCP server {self.name!r} ({where}) did not start: {type(exc).__name__}: {exc}"
-            ) from None
-
-    async def _serve(self, ready: concurrent.futures.Future[None]) -> None:
-        """Hold the client session, in this one task, until ``close``."""
-        from mcp import ClientSession
-
-        try:
-            async with self._transport() as streams, ClientSession(*streams[:2]) as session:
-                await session.initialize()
-                self._session = session
-                ready.set_result(None)
-                await self._stop.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-            raise
-
-    def _transport(self) -> Any:
-        if self.spec.command:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
-            command, *args = [self._filled(p) for p in self.spec.command]
-            env = {k: self._filled(v) for k, v in self.spec.env.items()} or None
-            return stdio_client(StdioServerParameters(command=command, args=args, env=env))
-        from mcp.client.streamable_http import streamable_http_client
-
-        return streamable_http_client(str(self.spec.url))
-
-    def _filled(self, text: str) -> str:
-        return text.replace("{world}", str(self.file))
-
-    def _run(self, coroutine: Any, timeout: float = CALL_TIMEOUT_S) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
-
-    def tools(self) -> list[dict[str, Any]]:
-        """The server's tools, in wire form."""
-        listed = self._run(self._session.list_tools())
-        return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
-
-    def call(self, name: str, arguments: Mapping[str, Any]) -> str:
-        """Call ``name``; the rows it changed in the server's file are applied to the world.
-
-        Raises:
-            ServerToolError: The server answered with a tool error.
-        """
-        before = _tables(self._file) if self._file is not None else None
-        result = self._run(self._session.call_tool(name, dict(arguments)))
-        if before is not None and self._file is not None:
-            after = _tables(self._file)
-            for table in after.keys() - before.keys():  # a table the call created
-                sql = self._file.execute(
-                    "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-                ).fetchone()[0]
-                self.world.conn.execute(sql)
-            delta = _delta(before, after)
-            if delta:
-                self.world.apply(delta)
-        text = "\n".join(getattr(c, "text", "") for c in result.content)
-        if getattr(result, "isError", None) or getattr(result, "is_error", None):
-            raise ServerToolError(text)
-        return text
+        return [sys.executable, "-I", "-S", _RELAY, self._started().tcp]
 
     def close(self) -> None:
-        """Stop the server and its loop; remove its world file (once)."""
-        if self._loop.is_closed():
-            return
-        if self._serving is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-            with contextlib.suppress(Exception):  # a server that died already
-                self._serving.result(timeout=10)
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
-        if not self._thread.is_alive():
-            self._loop.close()
-        if self._file is not None:
-            self._file.close()
-        self._dir.cleanup()
+        """Stop the proxy, then the real server (if one was started)."""
+        with self._lock:
+            endpoint, self._endpoint = self._endpoint, None
+        if endpoint is not None:
+            endpoint.close()
+        self._closing()
+
+    def _started(self) -> Endpoint:
+        with self._lock:
+            if self._endpoint is None:
+                self._endpoint = Endpoint(self._handle, contextvars.copy_context())
+                if self._upstream is not None:
+                    self._channel(self._upstream)
+            return self._endpoint
+
+    def _channel(self, url: str) -> None:
+        if self.recording is not None:
+            where = urlsplit(url)
+            self.recording.channel(f"{where.hostname}:{where.port or 80}")
+
+    def _call(self, name: str) -> Callable[..., Any]:
+        call = self._calls.get(name)
+        if call is None:
+            call = self._calls[name] = self._make(name)
+        return call
+
+    def _handle(self, message: Message, notify: Notify) -> Message | None:
+        """One message from the agent: its answer (None for a notification)."""
+        method, ident = message.get("method"), message.get("id")
+        if ident is None or not isinstance(method, str):
+            return None  # the agent's notifications: the proxy holds its own session
+        given = message.get("params")
+        params: Mapping[str, Any] = given if isinstance(given, dict) else {}
+        if method == "ping":
+            return {"jsonrpc": "2.0", "id": ident, "result": {}}
+        try:
+            result = self._answer(method, params, notify)
+        except Exception as exc:
+            fault = _as_rpc(exc)
+            if fault is not None:
+                return error(ident, fault.code, fault.message)
+            if method != "tools/call":
+                return error(ident, -32603, _text(exc))
+            result = {"content": [{"type": "text", "text": _text(exc)}], "isError": True}
+        return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+    def _answer(self, method: str, params: Mapping[str, Any], notify: Notify) -> Any:
+        asked = {k: v for k, v in params.items() if k != "_meta"}
+        token = _REQUEST.set((method, params, notify))
+        try:
+            if method == "initialize":
+                with self._lock:  # asked once a trial: a second client gets the same answer
+                    if self._initialized is None:
+                        self._initialized = self._dispatch(method_name(self.name, method), {})
+                    return self._initialized
+            if method != "tools/call":
+                return self._dispatch(method_name(self.name, method), asked)
+            result = self._dispatch(str(asked.get("name")), asked.get("arguments") or {})
+        finally:
+            _REQUEST.reset(token)
+        if not isinstance(result, dict) or not isinstance(result.get("content"), list):
+            text = result if isinstance(result, str) else json.dumps(result, default=str)
+            return {"content": [{"type": "text", "text": text}]}  # e.g. a fault's garbled answer
+        meta = dict(result.get("_meta") or {})
+        progress = meta.pop(PROGRESS, [])
+        wanted = (params.get("_meta") or {}).get("progressToken")
+        if self._replays and wanted is not None:
+            for step in progress:
+                notify(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": wanted, **step},
+                    }
+                )
+        return {k: v for k, v in result.items() if k != "_meta"} | ({"_meta": meta} if meta else {})
+
+
+def is_type(recorded: str, cls: type[BaseException]) -> bool:
+    """Whether a recorded error's type (``module.Name``) is ``cls``, wherever it moves."""
+    return recorded.rpartition(".")[2] == cls.__name__
+
+
+def _as_rpc(exc: Exception) -> RpcError | None:
+    """The JSON-RPC error to answer for ``exc``: the server's own, or its failure."""
+    if isinstance(exc, ReplayedToolError):
+        if is_type(exc.type, RpcError):
+            return RpcError.parse(exc.message)
+        if is_type(exc.type, McpServerFailed):
+            return RpcError(-32603, exc.message)
+        return None
+    if isinstance(exc, RpcError):
+        return exc
+    if isinstance(exc, McpServerFailed):
+        return RpcError(-32603, str(exc))
+    return None
+
+
+def _text(exc: Exception) -> str:
+    """A failed call's text: the server's own words, live and offline alike."""
+    if isinstance(exc, ServerToolError):
+        return str(exc)
+    if isinstance(exc, ReplayedToolError):
+        return exc.message if is_type(exc.type, ServerToolError) else str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 class ServerToolError(Exception):
     """The third-party server answered a call with a tool error (its text)."""
 
 
-def _tables(conn: sqlite3.Connection) -> dict[str, tuple[list[str], dict[Any, dict[str, Any]]]]:
-    """Every table of ``conn``: its key columns and its rows by key."""
-    out = {}
-    names = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-    ).fetchall()
-    for (table,) in names:
-        info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
-        pk = [row[1] for row in sorted(info, key=lambda r: r[5]) if row[5]] or ["rowid"]
-        cols = [row[1] for row in info]
-        keys = ", ".join("rowid" if c == "rowid" else f'"{c}"' for c in pk)
-        select = ", ".join(f'"{c}"' for c in cols)
-        rows = {}
-        for values in conn.execute(f'SELECT {keys}, {select} FROM "{table}"'):
-            rows[tuple(values[: len(pk)])] = dict(zip(cols, values[len(pk) :], strict=True))
-        out[table] = (pk, rows)
-    return out
+class LiveServer:
+    """The real server for one trial, started on its first request."""
 
+    def __init__(self, name: str, spec: McpServer, world: Any) -> None:
+        self.name, self.spec, self.world = name, spec, world
+        self.read_only: dict[str, bool] = {}
+        """Tools the server lists as read-only (``readOnlyHint``)."""
+        self._lock = threading.Lock()
+        self._upstream: Upstream | None = None
+        self._failed: str | None = None
+        self._initialized: Message = {}
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._changes: FileChanges | None = None
 
-def _delta(before: Any, after: Any) -> WorldDelta:
-    """The rows that changed between two ``_tables`` reads, as a recorded delta."""
-    delta: WorldDelta = {}
-    for table, (pk, rows) in after.items():
-        old = before.get(table, (pk, {}))[1]
-        changes = []
-        for key, row in rows.items():
-            was = old.get(key)
-            if was is None:
-                changes.append(RowChange(key=list(key), after=row))
-            elif was != row:
-                changed = [c for c in row if row[c] != was.get(c)]
-                changes.append(
-                    RowChange(
-                        key=list(key),
-                        before={c: was.get(c) for c in changed},
-                        after={c: row[c] for c in changed},
-                    )
-                )
-        changes += [RowChange(key=list(k), before=v) for k, v in old.items() if k not in rows]
-        if changes:
-            delta[table] = changes
-    return delta
+    def forward(self, method: str, params: Mapping[str, Any], notify: Notify) -> Message:
+        """Send the agent's request on; apply what it changed in the world file to the world.
 
+        Raises:
+            ServerToolError: A ``tools/call`` answered with ``isError``.
+            RpcError: The server answered with a JSON-RPC error.
+            McpServerFailed: The server failed.
+        """
+        upstream = self._start(params if method == "initialize" else {})
+        if method == "initialize":
+            self._apply()
+            return self._initialized
+        try:
+            result, progress = upstream.request(method, params, notify)
+        finally:
+            self._apply()
+        if method == "tools/list":
+            for listed in result.get("tools") or []:
+                hints = listed.get("annotations") or {}
+                self.read_only[str(listed.get("name"))] = bool(hints.get("readOnlyHint"))
+        if method == "tools/call" and result.get("isError"):
+            raise ServerToolError(
+                "\n".join(str(c.get("text", "")) for c in result.get("content") or [])
+            )
+        if progress:
+            result = {**result, "_meta": {**(result.get("_meta") or {}), PROGRESS: progress}}
+        return result
 
-class McpProxy(McpTools):
-    """``env.mcp_servers[name]``: the trial's MCP proxy for one third-party server.
+    def _start(self, asked: Mapping[str, Any]) -> Upstream:
+        with self._lock:
+            if self._failed is not None:
+                raise McpServerFailed(self._failed)
+            if self._upstream is None:
+                try:
+                    self._upstream = self._started(asked)
+                except McpServerFailed as exc:
+                    self._failed = str(exc)
+                    raise
+            return self._upstream
 
-    Built on first use of ``url``: ``prepare()`` returns the server's tools (wire
-    form) and the dispatcher that answers them (forwarding and recording, or
-    answering from the cassette).
-    """
+    def _started(self, asked: Mapping[str, Any]) -> Upstream:
+        spec = self.spec
+        upstream: Upstream
+        if spec.command:
+            file = self._world_file() if spec.takes_world else ""
+            command = [part.replace("{world}", file) for part in spec.command]
+            env = {k: v.replace("{world}", file) for k, v in spec.env.items()}
+            stdio = StdioUpstream(self.name, command, env, spec.timeout)
+            stdio.start()
+            upstream = stdio
+        else:
+            upstream = HttpUpstream(self.name, str(spec.url), spec.timeout)
+        hello = {
+            "protocolVersion": asked.get("protocolVersion") or PROTOCOL,
+            "capabilities": {},  # the server's own requests are not relayed to the agent
+            "clientInfo": asked.get("clientInfo") or {"name": "agent-replay", "version": "1"},
+        }
+        try:
+            self._initialized, _ = upstream.request("initialize", hello, _nowhere, STARTUP_S)
+            upstream.notify("notifications/initialized")
+        except (McpServerFailed, RpcError) as exc:
+            upstream.close()
+            where = " ".join(spec.command) or spec.url
+            raise McpServerFailed(
+                f"MCP server {self.name!r} ({where}) did not start: {exc}"
+                if not str(exc).startswith(f"MCP server {self.name!r}")
+                else str(exc)
+            ) from None
+        return upstream
 
-    def __init__(
-        self,
-        prepare: Callable[[], tuple[list[dict[str, Any]], Callable[[str, Mapping[str, Any]], Any]]],
-        closing: Callable[[], None] = lambda: None,
-        upstream: str | None = None,
-    ) -> None:
-        super().__init__([], lambda name, arguments: None)
-        self._prepare, self._closing, self._upstream = prepare, closing, upstream
-        self._wire: list[dict[str, Any]] = []
+    def _world_file(self) -> str:
+        self._dir = tempfile.TemporaryDirectory(prefix="replay-mcp-")
+        path = str(Path(self._dir.name) / "world.db")
+        import sqlite3
 
-    def _start(self, context: Any) -> str:
-        if self._upstream is not None and self.recording is not None:
-            where = urlsplit(self._upstream)  # the harness's own traffic to the real server
-            self.recording.channel(f"{where.hostname}:{where.port or 80}")
-        self._wire, self._call_tool = context.run(self._prepare)
-        return super()._start(context)
+        copy = sqlite3.connect(path)
+        try:
+            self.world.conn.backup(copy)
+        finally:
+            copy.close()
+        self._changes = FileChanges(path)
+        return path
 
-    def _listed(self) -> list[dict[str, Any]]:
-        return self._wire
+    def _apply(self) -> None:
+        if self._changes is None:
+            return
+        created, delta = self._changes.since()
+        for sql in created:  # a table the server created
+            self.world.conn.execute(sql)
+        if delta:
+            self.world.apply(delta)
 
     def close(self) -> None:
-        """Stop the proxy, then the real server (if one was started)."""
-        super().close()
-        self._closing()
+        """Stop the server; remove its world file."""
+        with self._lock:
+            upstream, self._upstream = self._upstream, None
+            self._failed = self._failed or "the trial is over"
+        if upstream is not None:
+            upstream.close()
+        if self._changes is not None:
+            self._changes.close()
+        if self._dir is not None:
+            self._dir.cleanup()
+
+
+def _nowhere(message: Message) -> None:
+    pass
 
 
 def live_proxy(
-    name: str,
-    spec: McpServer,
-    world: Any,
-    wrap: Callable[[Callable[[str, Mapping[str, Any]], Any]], Any],
+    name: str, spec: McpServer, world: Any, wrap: Callable[[Dispatch], Dispatch]
 ) -> McpProxy:
-    """The proxy of a trial that starts (or reaches) the real server: every call recorded."""
+    """The proxy of a trial that starts (or reaches) the real server: every request recorded."""
     live = LiveServer(name, spec, world)
 
-    def prepare() -> tuple[list[dict[str, Any]], Callable[[str, Mapping[str, Any]], Any]]:
-        live.start()
-        listing = tool(live.tools, name=list_name(name), parameters={"type": "object"})
-        wire = listing()  # recorded: offline answers tools/list from it
-        tools = {t["name"]: _forwarding(live, t) for t in wire}
-        return wire, wrap(lambda tool_name, arguments: tools[tool_name](**arguments))
+    def make(call: str) -> Tool[..., Any]:
+        def forward(**arguments: Any) -> Any:
+            method, params, notify = _REQUEST.get()
+            return live.forward(method, params, notify)
 
-    return McpProxy(prepare, live.close, spec.url)
+        listing = call.startswith(method_name(name, ""))
+        writes = call == method_name(name, "initialize") or (
+            not listing and not live.read_only.get(call, False)
+        )
+        return tool(forward, name=call, writes=writes, parameters={"type": "object"})
 
-
-def _forwarding(live: LiveServer, spec: Mapping[str, Any]) -> Tool[..., Any]:
-    name = spec["name"]
-
-    def forward(**arguments: Any) -> Any:
-        return live.call(name, arguments)
-
-    read_only = bool((spec.get("annotations") or {}).get("readOnlyHint"))
-    return tool(
-        forward,
-        name=name,
-        description=spec.get("description") or name,
-        writes=not read_only,
-        parameters=spec.get("inputSchema") or {"type": "object"},
-    )
+    return McpProxy(name, make, wrap, replays=False, closing=live.close, upstream=spec.url)
 
 
 def replayed_proxy(
     name: str,
     replayed: Callable[[Tool[..., Any]], Callable[..., Any]],
-    wrap: Callable[[Callable[[str, Mapping[str, Any]], Any]], Any],
+    wrap: Callable[[Dispatch], Dispatch],
+    writes: Collection[str] = (),
 ) -> McpProxy:
-    """The offline proxy: ``tools/list`` and every call answered from the cassette.
+    """The offline proxy: every request answered from the cassette; nothing is started.
 
     ``replayed(original)`` is the offline mode's answer for a tool (its recorded
-    delta applied); the real server is never started.
+    delta applied); ``writes``: the calls recorded as writes.
     """
 
-    def prepare() -> tuple[list[dict[str, Any]], Callable[[str, Mapping[str, Any]], Any]]:
-        listing = replayed(tool(_unstarted, name=list_name(name), parameters={"type": "object"}))
-        answer = listing()
-        wire = json.loads(answer) if isinstance(answer, str) else list(answer)
-        tools = {
-            t["name"]: replayed(
-                tool(_unstarted, name=t["name"], parameters=t.get("inputSchema") or {})
-            )
-            for t in wire
-        }
-        return wire, wrap(lambda tool_name, arguments: tools[tool_name](**arguments))
+    def make(call: str) -> Callable[..., Any]:
+        original = tool(_unstarted, name=call, writes=call in writes, parameters={"type": "object"})
+        return replayed(original)
 
-    return McpProxy(prepare)
+    return McpProxy(name, make, wrap, replays=True)
 
 
 def _unstarted(**arguments: Any) -> Any:

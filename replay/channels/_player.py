@@ -69,7 +69,14 @@ class ToolPlayer:
 
 
 class ReplayedToolError(Exception):
-    """The recorded tool call raised; offline replay raises the same again."""
+    """The recorded tool call raised; offline replay raises the same again.
+
+    Its text is the recorded ``Type: message``; ``type`` and ``message`` are the parts.
+    """
+
+    def __init__(self, type: str, message: str) -> None:
+        super().__init__(f"{type}: {message}")
+        self.type, self.message = type, message
 
 
 def _call_text(name: str, args: Mapping[str, Any]) -> str:

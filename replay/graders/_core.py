@@ -203,6 +203,8 @@ class Cause(str, enum.Enum):
     """The simulated user failed (its endpoint erred, or it said nothing)."""
     HARNESS = "harness"
     """The trial could not run (a bad world, a worker that died with it...)."""
+    SERVER = "server"
+    """A third-party MCP server the agent used failed (did not start, died, garbled or hung)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from recorder import Tool
 
 from ..channels._faults import FaultInjector
 from ..channels._mcp import McpTools
+from ..channels._mcp_proxy import McpProxy
 from ..channels._user import UserChannel
 
 
@@ -52,7 +53,7 @@ class Environment:
     """Multi-turn cases: ``user.say(text)`` returns the user's answer (None: it has ended)."""
     functions: Sequence[Callable[..., Any]] = field(default_factory=list)
     mcp: McpTools | None = None
-    mcp_servers: Mapping[str, McpTools] = field(default_factory=dict)
+    mcp_servers: Mapping[str, McpProxy] = field(default_factory=dict)
     """Third-party MCP servers by name, each behind the trial's recording proxy
     (``env.mcp_servers["sqlite"].url`` or ``.command``)."""
 
@@ -111,7 +112,7 @@ def environment(
     model: str | None,
     settings: Mapping[str, Any] | None,
     user: UserChannel | None,
-    servers: Mapping[str, McpTools] | None = None,
+    servers: Mapping[str, McpProxy] | None = None,
 ) -> Environment:
     """The agent's environment, alike in sandbox and offline.
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder import Cassette, ConfigError, Playback, Tool, tool
+from recorder import Cassette, ConfigError, Playback, Tool, ToolEvent, tool
 
 from ..cases._case import Case
 from ..channels._faults import FaultInjector
@@ -42,8 +42,9 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     source = Playback(recorded) if MODE.llm_source(plan.llm) == "frozen" else None
     url = (recorded_base_url(recorded) if source else None) or plan.llm_url or NO_LLM_URL
     wrap = plan.faults.wrap if plan.faults is not None else _same
+    writes = {e.name for e in recorded.events if isinstance(e, ToolEvent) and e.effect == "write"}
     servers = {
-        name: replayed_proxy(name, lambda t: _replayed_tool(t, player, world), wrap)
+        name: replayed_proxy(name, lambda t: _replayed_tool(t, player, world), wrap, writes)
         for name in plan.mcp_servers
     }
     env = environment(
@@ -68,7 +69,7 @@ def _replayed_tool(
         event = player.answer(original.name, arguments)
         world.apply(event.delta or {})
         if event.error is not None:
-            raise ReplayedToolError(f"{event.error.type}: {event.error.message}")
+            raise ReplayedToolError(event.error.type, event.error.message)
         return event.result
 
     async def answer_async(**arguments: Any) -> Any:

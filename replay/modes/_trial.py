@@ -15,12 +15,16 @@ from recorder import (
     Pins,
     Playback,
     Recording,
+    ToolEvent,
     llm_call,
     read_cassette,
     record,
 )
 
 from ..cases._solution import reference_for
+from ..channels._mcp import McpTools
+from ..channels._mcp_proxy import McpProxy, is_type
+from ..channels._upstream import McpServerFailed
 from ..graders import (
     BUILT_IN,
     Cause,
@@ -134,7 +138,9 @@ def run_agent(
             if env.user is not None:
                 env.user.recording = rec
                 instruction = env.user.opening()
-            servers = [*([env.mcp] if env.mcp is not None else []), *env.mcp_servers.values()]
+            servers: list[McpTools | McpProxy] = [*env.mcp_servers.values()]
+            if env.mcp is not None:
+                servers.append(env.mcp)
             for server in servers:
                 server.recording = rec
             try:
@@ -158,6 +164,18 @@ def _judging(plan: TrialPlan) -> Callable[[Trial], list[Grade]] | None:
     if judge is None:
         return None
     return lambda trial: judge.grade(trial, plan.case.dimensions(), plan.judge_path)
+
+
+def server_failures(cassette: Cassette) -> tuple[str, ...]:
+    """What each third-party MCP server that failed in the trial said of it, once each."""
+    failed = [
+        e.error.message
+        for e in cassette.events
+        if isinstance(e, ToolEvent)
+        and e.error is not None
+        and is_type(e.error.type, McpServerFailed)
+    ]
+    return tuple(dict.fromkeys(failed))
 
 
 def graded(
@@ -187,6 +205,8 @@ def graded(
     if user is not None and user.failure is not None:
         # The simulated user's fault: grading the cut conversation would blame the agent.
         outcome = Outcome(Verdict.ERROR, None, (), Cause.USER, (user.failure,))
+    elif failed := server_failures(cassette):
+        outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.SERVER, failed)
     elif summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
         errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]
         detail = tuple(f"agent raised {e.error.type}: {e.error.message}" for e in errors)

@@ -62,13 +62,14 @@ def test_a_third_party_server_s_calls_are_tool_events_with_the_rows_it_wrote(
         assert trial.trial.answer == "noted: [{'text': 'hello'}]"
     events = [e for e in read_cassette(tmp_path / "s0.cassette").events if isinstance(e, ToolEvent)]
     assert [e.name for e in events] == [
-        "mcp:sqlite:tools/list", "list_tables", "write_query", "read_query",
+        "mcp:sqlite:initialize", "mcp:sqlite:tools/list", "list_tables", "write_query",
+        "read_query",
     ]  # fmt: skip
-    written = events[2]
+    written = events[3]
     assert written.delta is not None and [c.after for c in written.delta["notes"]] == [
         {"id": 1, "text": "hello"}
     ]
-    assert not events[3].delta  # a read changes nothing
+    assert not events[4].delta  # a read changes nothing
 
 
 def test_offline_never_starts_the_server_and_an_unseen_call_is_unsupported(
@@ -97,8 +98,9 @@ def test_a_server_that_does_not_start_is_an_error_naming_it(case, tmp_path: Path
         case, tmp_path / "b.cassette", mcp_servers=_servers(command=str(tmp_path / "nothing"))
     )
     assert broken.outcome.verdict.value == "error"
-    (line,) = [e for e in broken.outcome.evidence if e.startswith("agent:")]
-    assert "MCP server 'sqlite'" in line and "did not start" in line
+    assert broken.outcome.cause is not None and broken.outcome.cause.value == "server"
+    (line,) = [e for e in broken.outcome.evidence if e.startswith("server:")]
+    assert "MCP server 'sqlite'" in line and "did not start" in line, line
 
 
 def test_a_server_without_a_world_is_recorded_and_replayed_over_stdio(case, tmp_path: Path) -> None:

@@ -1,0 +1,437 @@
+"""The real MCP server behind the recording proxy: started by command, or reached by URL.
+
+One JSON-RPC stream per trial: requests out with ids of ours, answers routed
+back by id, progress notifications routed to the request they belong to (by
+a progress token of ours, mapped back to the agent's). The server's own
+requests to the client are not relayed (the proxy tells it the client has no
+capabilities: no sampling, roots or elicitation); a ``ping`` is answered.
+
+A server that fails — does not start, exits, writes a line that is not
+JSON-RPC, or does not answer in time — is ``McpServerFailed`` for the call
+under way and for every later one: one line naming the server.
+
+``FileChanges`` finds the rows a server wrote to its world file: the server
+writes through its own connection, which no trigger of ours sees, so after a
+call the file's tables are compared with their last reading, and only when
+SQLite's ``data_version`` says another connection committed since (a read
+costs one pragma; a write, one reading of the file's tables).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from recorder import ReplayError, RowChange, WorldDelta
+
+Message = dict[str, Any]
+Notify = Callable[[Message], None]
+SAFE_ENV = ("HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "USER")
+"""What a started server inherits of the harness's environment (the SDK's rule, and the
+locale): never a secret; the server's own ``env`` adds to it."""
+
+
+class McpServerFailed(ReplayError):
+    """A third-party MCP server failed: it did not start, died, garbled or hung."""
+
+
+class RpcError(Exception):
+    """The server answered with a JSON-RPC error: relayed to the agent as it is."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code, self.message = code, message
+
+    @classmethod
+    def parse(cls, text: str) -> RpcError | None:
+        """The error back from its recorded text (``[code] message``), if it is one."""
+        found = re.fullmatch(r"\[(-?\d+)\] (.*)", text, re.S)
+        return cls(int(found[1]), found[2]) if found else None
+
+
+@dataclass
+class _Pending:
+    notify: Notify
+    token: Any = None
+    done: threading.Event = field(default_factory=threading.Event)
+    answer: Message | None = None
+    progress: list[Message] = field(default_factory=list)
+
+
+class Upstream:
+    """A JSON-RPC stream to the server; ``_send`` is the transport's."""
+
+    def __init__(self, name: str, timeout: float) -> None:
+        self.name, self.timeout = name, timeout
+        self.failure: str | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._lock = threading.Lock()
+
+    def request(
+        self, method: str, params: Mapping[str, Any], notify: Notify, timeout: float | None = None
+    ) -> tuple[Message, list[Message]]:
+        """Send a request; return its result and the progress it reported on the way.
+
+        Raises:
+            RpcError: The server answered with an error.
+            McpServerFailed: The server failed (now or before).
+        """
+        ident = next(self._ids)
+        pending = _Pending(notify)
+        params = dict(params)
+        meta = dict(params.get("_meta") or {})
+        if "progressToken" in meta:  # ours on the wire, the agent's in what it is told
+            pending.token, meta["progressToken"] = meta["progressToken"], f"replay-{ident}"
+            params["_meta"] = meta
+        with self._lock:
+            self._check()
+            self._pending[ident] = pending
+        try:
+            self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+            wait = self.timeout if timeout is None else timeout
+            if not pending.done.wait(wait):
+                self.fail(f"MCP server {self.name!r} did not answer {method} within {wait:g} s")
+        finally:
+            with self._lock:
+                self._pending.pop(ident, None)
+        answer = pending.answer
+        if answer is None:
+            raise McpServerFailed(self.failure or f"MCP server {self.name!r} failed")
+        if "error" in answer:
+            fault = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise RpcError(int(fault.get("code", -32603)), str(fault.get("message", "")))
+        result = answer.get("result")
+        return (result if isinstance(result, dict) else {}), pending.progress
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification."""
+        self._check()
+        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
+
+    def fail(self, reason: str) -> None:
+        """The server is unusable: the call under way and every later one get ``reason``."""
+        with self._lock:
+            if self.failure is None:
+                self.failure = reason
+            waiting = list(self._pending.values())
+        for pending in waiting:
+            pending.done.set()
+        self._stopped()
+
+    def close(self) -> None:
+        """End the stream."""
+
+    def _check(self) -> None:
+        if self.failure is not None:
+            raise McpServerFailed(self.failure)
+
+    def _send(self, message: Message) -> None:
+        raise NotImplementedError
+
+    def _stopped(self) -> None:
+        """The transport's part of ``fail``."""
+
+    def _deliver(self, message: Any) -> None:
+        """A message from the server: an answer, a notification, or its own request."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return self.fail(
+                f"MCP server {self.name!r} answered malformed JSON-RPC: {_cut(message)}"
+            )
+        method = message.get("method")
+        if method is None:  # an answer
+            with self._lock:
+                pending = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            if pending is not None:
+                pending.answer = message
+                pending.done.set()
+        elif "id" in message:  # its own request: ping, or a capability we said we lack
+            reply: Message = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+            if method != "ping":
+                reply = {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": f"the recording proxy offers no {method}"},
+                }
+            self._send(reply)
+        elif method == "notifications/progress":
+            params = dict(message.get("params") or {})
+            token = params.pop("progressToken", None)
+            ident = int(token[7:]) if isinstance(token, str) and token[:7] == "replay-" else None
+            with self._lock:
+                pending = self._pending.get(ident) if ident is not None else None
+            if pending is not None:
+                pending.progress.append(params)
+                pending.notify(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": method,
+                        "params": {"progressToken": pending.token, **params},
+                    }
+                )
+        # Other notifications (logging, list changes) concern no call: dropped.
+
+
+def _cut(message: Any) -> str:
+    text = message if isinstance(message, str) else json.dumps(message, default=str)
+    return repr(text[:80] + ("..." if len(text) > 80 else ""))
+
+
+class StdioUpstream(Upstream):
+    """A server started by command, speaking newline-delimited JSON-RPC on its stdio."""
+
+    def __init__(
+        self, name: str, command: Sequence[str], env: Mapping[str, str], timeout: float
+    ) -> None:
+        super().__init__(name, timeout)
+        self._command, self._env = list(command), dict(env)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=5)
+        self._write = threading.Lock()
+        self._closing = False
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """Start the process.
+
+        Raises:
+            McpServerFailed: It could not be started.
+        """
+        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ} | self._env
+        try:
+            self._process = subprocess.Popen(
+                self._command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            raise McpServerFailed(
+                f"MCP server {self.name!r} ({' '.join(self._command)}) did not start: {exc}"
+            ) from None
+        self._threads = [
+            threading.Thread(target=target, name=f"mcp-{self.name}", daemon=True)
+            for target in (self._read, self._drain)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _read(self) -> None:
+        assert self._process is not None
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                text = line.decode("utf-8", "replace").strip()
+                return self.fail(
+                    f"MCP server {self.name!r} answered malformed JSON-RPC: {_cut(text)}"
+                )
+            self._deliver(message)
+        if not self._closing:
+            code = self._process.wait()
+            said = f": {self._stderr[-1]}" if self._stderr else ""
+            self.fail(f"MCP server {self.name!r} exited (code {code}){said}")
+
+    def _drain(self) -> None:
+        assert self._process is not None
+        assert self._process.stderr is not None
+        for line in self._process.stderr:
+            if line.strip():
+                self._stderr.append(line.decode("utf-8", "replace").strip()[:200])
+
+    def _send(self, message: Message) -> None:
+        assert self._process is not None
+        assert self._process.stdin is not None
+        data = json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
+        try:
+            with self._write:
+                self._process.stdin.write(data)
+                self._process.stdin.flush()
+        except (OSError, ValueError):
+            code = self._process.poll()
+            self.fail(f"MCP server {self.name!r} exited (code {code})")
+            self._check()
+
+    def _stopped(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()  # hung or garbling: nothing more it says is trusted
+
+    def close(self) -> None:
+        """Close its stdin; then terminate it, then kill it, if it lingers."""
+        self._closing = True
+        process = self._process
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            process.terminate()
+            try:
+                process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for thread in self._threads:
+            thread.join(timeout=2)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+class HttpUpstream(Upstream):
+    """A server reached at its streamable-HTTP URL (a session id kept once it gives one)."""
+
+    def __init__(self, name: str, url: str, timeout: float) -> None:
+        super().__init__(name, timeout)
+        import httpx
+
+        self.url = url
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout))
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+
+    def start(self) -> None:
+        """Nothing to start: the server runs already."""
+
+    def _send(self, message: Message) -> None:
+        import httpx
+
+        body = json.dumps(message, separators=(",", ":"), default=str)
+        try:
+            with self._client.stream("POST", self.url, content=body, headers=self._headers) as got:
+                session = got.headers.get("mcp-session-id")
+                if session:
+                    self._headers["Mcp-Session-Id"] = session
+                if got.status_code == 202 or "id" not in message or "method" not in message:
+                    return
+                kind = got.headers.get("content-type", "")
+                if "text/event-stream" in kind:
+                    for line in got.iter_lines():
+                        if line.startswith("data:") and line[5:].strip():
+                            self._deliver(_json(line[5:]))
+                    return
+                data = got.read()
+                if got.status_code >= 400 and not data.strip().startswith(b"{"):
+                    return self.fail(
+                        f"MCP server {self.name!r} answered HTTP {got.status_code} to "
+                        f"{message['method']}"
+                    )
+                self._deliver(_json(data))
+        except httpx.HTTPError as exc:
+            self.fail(f"MCP server {self.name!r} at {self.url} failed: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        """Close the client (the server runs on)."""
+        self._client.close()
+
+
+def _json(data: str | bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data if isinstance(data, str) else data.decode("utf-8", "replace")
+
+
+class FileChanges:
+    """The rows a server changed in its SQLite world file since the last look."""
+
+    def __init__(self, path: str) -> None:
+        self._conn = sqlite3.connect(path, check_same_thread=False)
+        self._lock = threading.Lock()
+        self._version = self._data_version()
+        self._tables = _tables(self._conn)
+
+    def since(self) -> tuple[list[str], WorldDelta]:
+        """The ``CREATE TABLE`` statements of new tables, and the rows changed, since last time."""
+        with self._lock:
+            version = self._data_version()
+            if version == self._version:
+                return [], {}
+            after = _tables(self._conn)
+            created = [
+                row[0]
+                for table in after.keys() - self._tables.keys()
+                for row in self._conn.execute(
+                    "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+                )
+            ]
+            delta = _delta(self._tables, after)
+            self._tables, self._version = after, version
+            return created, delta
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    def _data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+
+_Tables = dict[str, tuple[list[str], dict[Any, dict[str, Any]]]]
+
+
+def _tables(conn: sqlite3.Connection) -> _Tables:
+    """Every table of ``conn``: its key columns and its rows by key."""
+    out = {}
+    names = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    for (table,) in names:
+        quoted = table.replace('"', '""')
+        info = conn.execute(f'PRAGMA table_info("{quoted}")').fetchall()
+        pk = [row[1] for row in sorted(info, key=lambda r: r[5]) if row[5]] or ["rowid"]
+        cols = [row[1] for row in info]
+        keys = ", ".join("rowid" if c == "rowid" else _quote(c) for c in pk)
+        select = ", ".join(_quote(c) for c in cols)
+        rows = {}
+        for values in conn.execute(f'SELECT {keys}, {select} FROM "{quoted}"'):
+            rows[tuple(values[: len(pk)])] = dict(zip(cols, values[len(pk) :], strict=True))
+        out[table] = (pk, rows)
+    return out
+
+
+def _quote(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _delta(before: _Tables, after: _Tables) -> WorldDelta:
+    """The rows that changed between two ``_tables`` readings, as a recorded delta."""
+    delta: WorldDelta = {}
+    for table, (pk, rows) in after.items():
+        old = before.get(table, (pk, {}))[1]
+        changes = []
+        for key, row in rows.items():
+            was = old.get(key)
+            if was is None:
+                changes.append(RowChange(key=list(key), after=row))
+            elif was != row:
+                changed = [c for c in row if row[c] != was.get(c)]
+                changes.append(
+                    RowChange(
+                        key=list(key),
+                        before={c: was.get(c) for c in changed},
+                        after={c: row[c] for c in changed},
+                    )
+                )
+        changes += [RowChange(key=list(k), before=v) for k, v in old.items() if k not in rows]
+        if changes:
+            delta[table] = changes
+    return delta
