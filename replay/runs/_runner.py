@@ -9,6 +9,7 @@ and resubmits what a crashed worker lost. A trial that raises is an
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -355,11 +356,16 @@ def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
 
 
 def _pinned(server: McpServer) -> dict[str, Any]:
-    """A server as its run's pins show it: what is set, secrets (as the sandbox names them) hidden.
+    """A server as its run's pins show it: what is not a default, secrets hidden.
 
-    (The spec stored for ``--resume`` keeps the values.)
+    Secrets as the sandbox names them; the spec stored for ``--resume`` keeps the values.
     """
-    shown = {k: v for k, v in stored_server(server).items() if v not in (None, [], {})}
+    defaults = {f.name: f.default for f in dataclasses.fields(McpServer)}
+    shown = {
+        k: v
+        for k, v in stored_server(server).items()
+        if v not in (None, [], {}) and v != defaults.get(k)
+    }
     if "url" in shown:
         shown["url"] = Redaction().redact_url(shown["url"])
     if "env" in shown:

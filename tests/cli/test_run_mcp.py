@@ -63,12 +63,11 @@ def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
     assert _verdicts(store, "live") == ["pass"] * 3
     stored = Store(store).run("live")
     assert stored is not None
-    assert stored["spec"]["agent"]["mcp_servers"] == {
-        "sqlite": {
-            "command": [SERVER, "--db-path", "{world}"],
-            "url": None,
-            "env": {"API_TOKEN": "hunter2-secret", "LANG": "C"},
-        }
+    assert stored["spec"]["agent"]["mcp_servers"]["sqlite"] == {
+        "command": [SERVER, "--db-path", "{world}"],
+        "url": None,
+        "env": {"API_TOKEN": "hunter2-secret", "LANG": "C"},
+        "timeout": 60.0,
     }
     code, out, _ = replay("report", "live", "--store", store, "--json")
     pinned = json.loads(out)["pins"]["mcp_servers"]
