@@ -12,13 +12,13 @@ from recorder import (
     Cassette,
     ConfigError,
     HttpEvent,
-    ToolEvent,
     llm_call,
     read_cassette,
     write_cassette,
 )
 
 from ..graders import Assertion
+from ..graders._builtin import agent_calls
 from ..worlds._diff import StateDiff
 
 
@@ -111,7 +111,7 @@ def promote(
     write_cassette(frozen, header, cassette.events, cassette.footer, overwrite=True)
     summary = cassette.summary()
     diff = StateDiff.from_delta(summary.state_diff or {})
-    tools = sorted({e.name for e in cassette.events if isinstance(e, ToolEvent)})
+    tools = sorted({e.name for e in agent_calls(cassette.events)})
     case_path = out / f"{case_id}.yaml"
     case_path.write_text(
         _case_yaml(

@@ -19,6 +19,23 @@ LOOP_REPEATS = 3
 """The same tool with the same arguments this many times is a loop."""
 
 
+def agent_calls(events: Sequence[object]) -> list[ToolEvent]:
+    """The tool calls that are the agent's decisions: not an MCP session's housekeeping.
+
+    The recording proxy records every MCP request as a call
+    (``mcp:<server>:<method>``); its handshake and listings (``initialize``,
+    ``tools/list``, ``resources/list``...) are what a client does, not what an
+    agent chooses, and a framework that lists tools every turn is no loop.
+    Reading a resource or getting a prompt is a decision, and stays.
+    """
+    return [
+        e
+        for e in events
+        if isinstance(e, ToolEvent)
+        and not (e.name.startswith("mcp:") and e.name.endswith((":initialize", "/list")))
+    ]
+
+
 def _call_text(name: str, args: dict[str, object]) -> str:
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
 
@@ -41,7 +58,7 @@ def rule(trial: Trial) -> Grade:
     counted in tool calls.
     """
     case = trial.case
-    calls = [e for e in trial.cassette.events if isinstance(e, ToolEvent)]
+    calls = agent_calls(trial.cassette.events)
     problems: list[str] = []
     veto = False
     problems += [f"loop: {loop}" for loop in loops(calls)]

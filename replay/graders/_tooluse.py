@@ -16,7 +16,7 @@ from typing import Any
 from recorder import Cassette, ToolEvent
 
 from ..worlds._diff import canonical_numbers
-from ._builtin import loops
+from ._builtin import agent_calls, loops
 
 ABSTAIN_TAG = "abstain"
 """Cases with this tag have no suitable tool: the right move is no call (a question, a hand-off)."""
@@ -59,7 +59,7 @@ class TrialToolUse:
 
 def trial_tool_use(case: Any, cassette: Cassette) -> TrialToolUse:
     """What the trial recorded in ``cassette`` did with its tools, against ``case``."""
-    calls = [e for e in cassette.events if isinstance(e, ToolEvent)]
+    calls = agent_calls(cassette.events)
     selection = argument = None
     if case.reference_solution:
         selection, argument = _accuracy(case, calls)

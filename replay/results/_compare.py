@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from recorder import Cassette, ConfigError, ToolEvent
 
+from ..graders._builtin import agent_calls
 from ..worlds._diff import StateDiff, value_diff
 from ._metrics import CaseCounts, case_metrics, two_proportion_test
 from ._store import Store, TrialRow
@@ -61,8 +62,7 @@ def _call(event: ToolEvent) -> str:
 
 def diff_cassettes(a: Cassette, b: Cassette) -> CassetteDiff:
     """Compare two trials: first divergence, then world changes, then answers."""
-    calls_a = [e for e in a.events if isinstance(e, ToolEvent)]
-    calls_b = [e for e in b.events if isinstance(e, ToolEvent)]
+    calls_a, calls_b = agent_calls(a.events), agent_calls(b.events)
     divergence = None
     for step, (x, y) in enumerate(zip(calls_a, calls_b, strict=False), 1):
         if x.name != y.name:

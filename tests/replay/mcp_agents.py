@@ -129,3 +129,53 @@ def no_tools(conn: Any) -> list[Any]:
 def idle(instruction: str, env: Environment) -> str:
     """Uses none of its MCP servers."""
     return "nothing done"
+
+
+async def scripted(instruction: str, env: Environment) -> str:
+    """Runs the steps in its instruction (JSON) on ``env.mcp_servers["test"]``, one line each.
+
+    A step is ``["call", tool, arguments]``, ``["list", label]``, ``["read", uri]`` or
+    ``["prompt", name, arguments]``; ``env.settings["steps"]`` replaces them, ``env.settings["via"]`` is
+    ``stdio`` (default) or ``http``. Progress is written as it comes; a failed step
+    is written and the agent goes on, as a careful agent would.
+    """
+    import json
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    steps = env.settings.get("steps") or json.loads(instruction)
+    lines: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        lines.append(f"progress {done:g}/{total:g} {message}")
+
+    async def run(client: Any) -> None:
+        for kind, name, *rest in steps:
+            try:
+                if kind == "call":
+                    got = await client.call_tool(name, rest[0], progress_callback=progress)
+                    lines.append(f"{name}: {got.content[0].text}{' (error)' * got.isError}")
+                elif kind == "list":
+                    listed = await client.list_tools()
+                    lines.append(f"{name}: {len(listed.tools)} tools")
+                elif kind == "read":
+                    lines.append(f"{name}: {(await client.read_resource(name)).contents[0].text}")
+                else:
+                    got = await client.get_prompt(name, rest[0])
+                    lines.append(f"{name}: {got.messages[0].content.text}")
+            except Exception as exc:  # the server failed under it: say so and go on
+                lines.append(f"{name} failed: {type(exc).__name__}: {exc}")
+
+    server = env.mcp_servers["test"]
+    if env.settings.get("via") == "http":
+        async with (
+            streamable_http_client(server.url) as (read, write, _),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            await run(client)
+    else:
+        async with _over_stdio(server.command) as client:
+            await run(client)
+    return "\n".join(lines)
