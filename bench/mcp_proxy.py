@@ -104,7 +104,9 @@ def run(quick: bool = False) -> list[Point]:
             direct: list[float] = []
             proxied: list[float] = []
 
-            async def agent(instruction: str, env: Any, n: int = n) -> str:
+            async def agent(
+                instruction: str, env: Any, n: int = n, proxied: list[float] = proxied
+            ) -> str:
                 proxied.append(await _calls(env.mcp_servers["sqlite"].command, n))
                 return "done"
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +58,44 @@ class Environment:
     mcp_servers: Mapping[str, McpProxy] = field(default_factory=dict)
     """Third-party MCP servers by name, each behind the trial's recording proxy
     (``env.mcp_servers["sqlite"].url`` or ``.command``)."""
+
+    def variables(self) -> dict[str, str]:
+        """The same as environment variables, for an agent that runs as another program.
+
+        An agent in another language (or any child process) is given these,
+        and nothing of the harness's environment is implied:
+
+        - ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ANTHROPIC_BASE_URL``,
+          ``ANTHROPIC_API_KEY``: the trial's LLM endpoint (the variables those
+          SDKs read), ``REPLAY_MODEL`` when a model is set, ``REPLAY_SETTINGS``
+          (``--set``, as JSON);
+        - ``REPLAY_MCP_URL`` and ``REPLAY_MCP_COMMAND``: the trial's tools over MCP;
+        - ``REPLAY_MCP_<NAME>_URL`` and ``REPLAY_MCP_<NAME>_COMMAND``: each
+          third-party server's proxy (``NAME`` upper-cased, other characters ``_``).
+
+        A command is a JSON array (unambiguous in every language). Asking
+        starts the trial's MCP endpoints (not the third-party servers: each
+        starts on its first request).
+        """
+        found = {
+            "OPENAI_BASE_URL": self.llm_base_url,
+            "OPENAI_API_KEY": self.api_key,
+            "ANTHROPIC_BASE_URL": self.llm_base_url.removesuffix("/").removesuffix("/v1"),
+            "ANTHROPIC_API_KEY": self.api_key,
+            "REPLAY_SETTINGS": json.dumps(self.settings, default=str),
+        }
+        if self.model is not None:
+            found["REPLAY_MODEL"] = self.model
+        servers: list[tuple[str, McpTools | McpProxy]] = [
+            (f"_{re.sub(r'[^A-Z0-9]', '_', name.upper())}", server)
+            for name, server in self.mcp_servers.items()
+        ]
+        if self.mcp is not None:
+            servers.insert(0, ("", self.mcp))
+        for infix, server in servers:
+            found[f"REPLAY_MCP{infix}_URL"] = server.url
+            found[f"REPLAY_MCP{infix}_COMMAND"] = json.dumps(server.command)
+        return found
 
 
 def as_function(

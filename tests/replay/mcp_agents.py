@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from replay import Environment
@@ -135,9 +136,9 @@ async def scripted(instruction: str, env: Environment) -> str:
     """Runs the steps in its instruction (JSON) on ``env.mcp_servers["test"]``, one line each.
 
     A step is ``["call", tool, arguments]``, ``["list", label]``, ``["read", uri]`` or
-    ``["prompt", name, arguments]``; ``env.settings["steps"]`` replaces them, ``env.settings["via"]`` is
-    ``stdio`` (default) or ``http``. Progress is written as it comes; a failed step
-    is written and the agent goes on, as a careful agent would.
+    ``["prompt", name, arguments]``; ``env.settings["steps"]`` replaces them,
+    ``env.settings["via"]`` is ``stdio`` (default) or ``http``. Progress is written as
+    it comes; a failed step is written and the agent goes on, as a careful agent would.
     """
     import json
 
@@ -179,3 +180,29 @@ async def scripted(instruction: str, env: Environment) -> str:
         async with _over_stdio(server.command) as client:
             await run(client)
     return "\n".join(lines)
+
+
+NODE_AGENT = Path(__file__).with_name("node_mcp_agent.mjs")
+
+
+def in_node(instruction: str, env: Environment) -> str:
+    """An agent in another language (``node_mcp_agent.mjs``), given ``env.variables()`` alone.
+
+    The calls are the instruction's (JSON); ``env.settings["variable"]`` names the
+    address to use (default ``REPLAY_MCP_URL``, the trial's own tools).
+    """
+    import json
+    import os
+    import subprocess
+
+    variable = env.settings.get("variable", "REPLAY_MCP_URL")
+    done = subprocess.run(
+        ["node", str(NODE_AGENT), variable, json.dumps(json.loads(instruction))],
+        env={"PATH": os.environ.get("PATH", ""), **env.variables()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode:
+        raise RuntimeError(f"the node agent failed: {done.stderr.strip()[-300:]}")
+    return done.stdout.strip()
