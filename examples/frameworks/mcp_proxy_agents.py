@@ -137,14 +137,14 @@ async def pydantic_ai(instruction: str, env: Environment) -> str:
 async def langgraph(instruction: str, env: Environment) -> str:
     """LangGraph's functional API, its tools from ``langchain-mcp-adapters``.
 
-    One session per server for the whole run (``client.get_tools()`` alone opens
-    a new session, and lists the tools again, for every call). The adapters turn
-    an MCP tool error into a failed tool message, so the loop needs no handling.
+    The adapters' default: ``client.get_tools()`` opens a session, and lists the
+    tools again, for every call (recorded, and no loop: a client's housekeeping is
+    not the agent's decision). They turn an MCP tool error into a failed tool
+    message, so the loop needs no handling.
     """
     import httpx
     from langchain_core.messages import SystemMessage
     from langchain_mcp_adapters.client import MultiServerMCPClient
-    from langchain_mcp_adapters.tools import load_mcp_tools
     from langchain_openai import ChatOpenAI
     from langgraph.func import entrypoint
     from pydantic import SecretStr
@@ -152,12 +152,8 @@ async def langgraph(instruction: str, env: Environment) -> str:
     client = MultiServerMCPClient(
         {n: {"url": s.url, "transport": "streamable_http"} for n, s in env.mcp_servers.items()}
     )
-    async with contextlib.AsyncExitStack() as stack:
-        tools: dict[str, Any] = {}
-        for name in env.mcp_servers:
-            session = await stack.enter_async_context(client.session(name))
-            tools |= {t.name: t for t in await load_mcp_tools(session)}
-        http = await stack.enter_async_context(httpx.AsyncClient())  # closed with the trial
+    tools = {t.name: t for t in await client.get_tools()}
+    async with httpx.AsyncClient() as http:  # closed with the trial
         llm = ChatOpenAI(
             model=env.model or MODEL,
             base_url=env.llm_base_url,
