@@ -1,8 +1,10 @@
 """An MCP endpoint for one trial: JSON-RPC messages to a handler, over two transports.
 
-- ``tcp``: newline-delimited JSON-RPC on a kept-open connection, MCP's stdio
-  framing; the relay ``_stdio.py tcp://...`` pipes an agent's
-  stdio to it (``.command``), and notifications flow back during a call.
+- ``stdio``: a Unix socket to which the relay (``_stdio.py unix:PATH``, the
+  agent's ``.command``) hands its own stdin and stdout (``SCM_RIGHTS``): the
+  endpoint then reads and writes the agent's pipes itself, newline-delimited
+  JSON-RPC, so no process stands between the agent and the proxy, and
+  notifications flow back during a call.
 - ``http``: MCP's streamable HTTP, stateless: a POSTed request is answered
   with JSON, or with an event stream when the handler sends notifications
   (progress) before its answer; a notification is accepted (202).
@@ -20,11 +22,14 @@ import concurrent.futures
 import contextvars
 import http.server
 import json
+import os
+import shutil
 import socket
 import socketserver
+import tempfile
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 Message = dict[str, Any]
 Notify = Callable[[Message], None]
@@ -49,17 +54,27 @@ class Endpoint:
         self._handle, self._context = handle, context
         self._pool = concurrent.futures.ThreadPoolExecutor(32, thread_name_prefix="replay-mcp")
         self._lock = threading.Lock()
-        self._servers: dict[str, socketserver.TCPServer] = {}
+        self._servers: dict[str, socketserver.BaseServer] = {}
+        self._dir: str | None = None
 
     @property
-    def tcp(self) -> str:
-        """``tcp://127.0.0.1:PORT``: newline-delimited JSON-RPC."""
-        return f"tcp://127.0.0.1:{self._port('tcp', _LinesHandler)}"
+    def stdio(self) -> str:
+        """``unix:PATH``: where the relay hands over the agent's stdio."""
+        with self._lock:
+            if "stdio" not in self._servers:
+                self._dir = tempfile.mkdtemp(prefix="replay-mcp-")
+                server = _UnixServer(os.path.join(self._dir, "mcp"), _HandOver)
+                self._serve("stdio", server)
+            return f"unix:{os.path.join(str(self._dir), 'mcp')}"
 
     @property
     def http(self) -> str:
         """``http://127.0.0.1:PORT/mcp``: streamable HTTP."""
-        return f"http://127.0.0.1:{self._port('http', _HttpHandler)}/mcp"
+        with self._lock:
+            if "http" not in self._servers:
+                self._serve("http", _TcpServer(("127.0.0.1", 0), _HttpHandler))
+            address: Any = self._servers["http"].server_address
+            return f"http://127.0.0.1:{address[1]}/mcp"
 
     def handle(self, message: Message, notify: Notify) -> Message | None:
         """Run the handler in (a copy of) the trial's context; a bug in it is an error answer."""
@@ -68,9 +83,10 @@ class Endpoint:
         except Exception as exc:  # the handler's own failure, never the agent's hang
             return error(message.get("id"), -32603, f"{type(exc).__name__}: {exc}")
 
-    def submit(self, message: Message, notify: Notify) -> concurrent.futures.Future[Any]:
-        """``handle`` in the pool."""
-        return self._pool.submit(self.handle, message, notify)
+    @property
+    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The threads that read and answer the agent's messages."""
+        return self._pool
 
     def close(self) -> None:
         """Stop listening; calls under way finish."""
@@ -80,24 +96,21 @@ class Endpoint:
             server.shutdown()
             server.server_close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
-    def _port(self, kind: str, handler: type[socketserver.BaseRequestHandler]) -> int:
-        with self._lock:
-            server = self._servers.get(kind)
-            if server is None:
-                server = _Server(("127.0.0.1", 0), handler)
-                server.endpoint = self
-                threading.Thread(
-                    target=server.serve_forever,
-                    kwargs={"poll_interval": 0.05},
-                    name=f"replay-mcp-{kind}",
-                    daemon=True,
-                ).start()
-                self._servers[kind] = server
-            return int(server.server_address[1])
+    def _serve(self, kind: str, server: Any) -> None:
+        server.endpoint = self
+        threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"replay-mcp-{kind}",
+            daemon=True,
+        ).start()
+        self._servers[kind] = server
 
 
-class _Server(socketserver.ThreadingTCPServer):
+class _TcpServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
     endpoint: Endpoint
@@ -109,42 +122,89 @@ class _Server(socketserver.ThreadingTCPServer):
         super().server_bind()
 
 
-class _LinesHandler(socketserver.StreamRequestHandler):
-    """One agent connection: a message a line each way; requests run concurrently."""
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    endpoint: Endpoint
 
-    server: _Server
+
+class _HandOver(socketserver.BaseRequestHandler):
+    """A relay hands over its stdin and stdout; the session ends when the agent closes stdin."""
+
+    server: _UnixServer
 
     def handle(self) -> None:
-        endpoint, lock = self.server.endpoint, threading.Lock()
-        running: list[concurrent.futures.Future[Any]] = []
+        try:
+            _, fds, _, _ = socket.recv_fds(self.request, 16, 2)
+        except OSError:
+            return
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            return
+        with os.fdopen(fds[0], "rb") as given, os.fdopen(fds[1], "wb") as taken:
+            _Lines(self.server.endpoint, given, taken).serve()
+        # Returning closes the relay's socket: the relay exits, and the agent sees its server end.
 
-        def send(message: Message | None) -> None:
-            if message is not None:
-                with lock:
-                    self.wfile.write(_encode(message) + b"\n")
-                    self.wfile.flush()
 
-        for line in self.rfile:
-            if not line.strip():
-                continue
-            try:
-                message = json.loads(line)
-            except ValueError:
-                send(error(None, -32700, "the message is not JSON"))
-                continue
-            if not isinstance(message, dict):
-                send(error(None, -32600, "a message is a JSON object (batches are not supported)"))
-                continue
-            future = endpoint.submit(message, send)
-            future.add_done_callback(lambda done: send(done.result()))
-            running = [f for f in running if not f.done()] + [future]
-        concurrent.futures.wait(running)
+class _Lines:
+    """One agent session over stdio: a message a line each way; requests run concurrently.
+
+    Leader and followers: the thread that reads a request hands the reading on
+    to a thread of the pool, then answers the request itself, so no hand-off
+    lies between a request and its answer.
+    """
+
+    def __init__(self, endpoint: Endpoint, given: BinaryIO, taken: BinaryIO) -> None:
+        self._endpoint, self._in, self._out = endpoint, given, taken
+        self._write = threading.Lock()
+        self._busy = threading.Condition()
+        self._working = 0
+
+    def serve(self) -> None:
+        """Answer the session's requests until the agent closes its end, and they are done."""
+        with self._busy:
+            self._working += 1
+        self._follow()
+        with self._busy:
+            self._busy.wait_for(lambda: self._working == 0)
+
+    def _send(self, message: Message | None) -> None:
+        if message is not None:
+            with self._write:
+                self._out.write(_encode(message) + b"\n")
+                self._out.flush()
+
+    def _follow(self) -> None:
+        """Read the next request, hand the reading on, answer the request."""
+        try:
+            while line := self._in.readline():
+                try:
+                    message = json.loads(line) if line.strip() else None
+                except ValueError:
+                    self._send(error(None, -32700, "the message is not JSON"))
+                    continue
+                if message is None:
+                    continue
+                if not isinstance(message, dict):
+                    self._send(error(None, -32600, "a message is a JSON object (no batches)"))
+                    continue
+                with self._busy:
+                    self._working += 1
+                self._endpoint.pool.submit(self._follow)
+                self._send(self._endpoint.handle(message, self._send))
+                return
+        except (OSError, ValueError):
+            pass  # the agent went away: nobody to answer
+        finally:
+            with self._busy:
+                self._working -= 1
+                self._busy.notify_all()
 
 
 class _HttpHandler(http.server.BaseHTTPRequestHandler):
     """Streamable HTTP, stateless: no session id, no server-initiated stream."""
 
-    server: _Server
+    server: _TcpServer
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:

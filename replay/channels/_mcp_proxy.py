@@ -156,9 +156,10 @@ class McpProxy:
     def command(self) -> list[str]:
         """The proxy as a command speaking MCP over stdio (``MCPServerStdio``).
 
-        A relay of the standard library alone, piping its stdio to the proxy.
+        A few lines of the standard library that hand their stdin and stdout to
+        the proxy and wait: the proxy reads and writes the agent's pipes itself.
         """
-        return [sys.executable, "-I", "-S", _RELAY, self._started().tcp]
+        return [sys.executable, "-I", "-S", _RELAY, self._started().stdio]
 
     def close(self) -> None:
         """Stop the proxy, then the real server (if one was started)."""

@@ -4,9 +4,10 @@ For agents that start their MCP servers as commands (``MCPServerStdio``):
 ``env.mcp.command`` and ``env.mcp_servers[name].command`` run this file, so
 the tools still run in the harness, in the trial, recorded. ``ADDRESS`` is
 
-- ``tcp://HOST:PORT`` (the recording proxy): stdin and stdout are piped to
-  one kept-open connection, byte for byte (MCP's stdio framing is the
-  endpoint's), so notifications come back while a call runs;
+- ``unix:PATH`` (the recording proxy): stdin and stdout are handed to the
+  proxy over that Unix socket (``SCM_RIGHTS``) and the relay waits until the
+  proxy is done with them: the agent's pipes then lead to the proxy itself,
+  with no process in between (MCP's stdio framing is the proxy's);
 - ``http://...`` (the trial's world server): each newline-delimited
   JSON-RPC message is POSTed as it comes (a slow call does not hold the next
   one) and its answer written to stdout; notifications get no answer.
@@ -65,39 +66,29 @@ def _write(out: BinaryIO, lock: threading.Lock, body: bytes) -> None:
         out.flush()
 
 
-def pipe(address: str) -> int:
-    """Pipe stdin to ``tcp://HOST:PORT`` and what comes back to stdout, until both end."""
-    host, _, port = address.removeprefix("tcp://").rpartition(":")
+def hand_over(address: str) -> int:
+    """Hand stdin and stdout to the endpoint at ``unix:PATH``; wait until it is done."""
+    conn = socket.socket(socket.AF_UNIX)
     try:
-        conn = socket.create_connection((host, int(port)))
-    except (OSError, ValueError) as exc:
+        conn.connect(address.removeprefix("unix:"))
+        socket.send_fds(conn, [b"mcp"], [0, 1])
+    except OSError as exc:
         print(f"the trial's MCP server at {address} is gone ({exc})", file=sys.stderr)
         return 1
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def back() -> None:
-        while data := conn.recv(65536):
-            os.write(1, data)
-
-    answers = threading.Thread(target=back, daemon=True)
-    answers.start()
-    try:
-        while data := os.read(0, 65536):
-            conn.sendall(data)
-        conn.shutdown(socket.SHUT_WR)  # the endpoint finishes what is under way, then closes
-    except OSError:
-        pass
-    answers.join()
+    nowhere = os.open(os.devnull, os.O_RDWR)
+    os.dup2(nowhere, 0)  # the pipes are the endpoint's now: the agent sees EOF when it is done
+    os.dup2(nowhere, 1)
+    conn.recv(1)
     return 0
 
 
 def main(argv: list[str]) -> int:
     """Relay stdin to the server at ``argv[0]`` until stdin closes."""
     if len(argv) != 1:
-        print("usage: python _stdio.py tcp://HOST:PORT | URL", file=sys.stderr)
+        print("usage: python _stdio.py unix:PATH | URL", file=sys.stderr)
         return 2
-    if argv[0].startswith("tcp://"):
-        return pipe(argv[0])
+    if argv[0].startswith("unix:"):
+        return hand_over(argv[0])
     url, lock = argv[0], threading.Lock()
     running: list[threading.Thread] = []
     for line in sys.stdin.buffer:
