@@ -29,7 +29,7 @@ from ..stub_llm import EchoPolicy, Policy, ScriptedPolicy, serve
     help="Probability that a turn repeats the previous one (a flaky model).",
 )
 def stub_llm(script: Path | None, host: str, port: int, seed: int, flake_rate: float) -> None:
-    """Serve OpenAI /v1/chat/completions and Anthropic /v1/messages from a scripted policy."""
+    """Serve OpenAI chat completions and Responses, and Anthropic messages, from a script."""
     policy: Policy = EchoPolicy()
     if script is not None:
         try:
