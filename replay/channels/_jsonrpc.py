@@ -9,7 +9,7 @@
   with JSON, or with an event stream when the handler sends notifications
   (progress) before its answer; a notification is accepted (202).
 
-Both run the handler in a thread of a pool, in the trial's context, so a slow
+Both run the handler in a thread of its own, in the trial's context, so a slow
 call holds neither the next one nor the agent's other connection. No MCP SDK
 is in the loop: the SDK's stateless server costs ~1.5 ms a request on this
 machine, more than the whole budget of the recording proxy (under 1 ms); the
@@ -18,18 +18,20 @@ messages are the protocol's own, checked against the SDK's clients in the tests.
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
 import contextvars
 import http.server
 import json
 import os
+import queue
+import select
 import shutil
 import socket
 import socketserver
 import tempfile
 import threading
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 Message = dict[str, Any]
 Notify = Callable[[Message], None]
@@ -52,9 +54,10 @@ class Endpoint:
 
     def __init__(self, handle: Handler, context: contextvars.Context) -> None:
         self._handle, self._context = handle, context
-        self._pool = concurrent.futures.ThreadPoolExecutor(32, thread_name_prefix="replay-mcp")
+        self._sessions: set[_Lines] = set()
         self._lock = threading.Lock()
         self._servers: dict[str, socketserver.BaseServer] = {}
+        self._closed = False
         self._dir: str | None = None
 
     @property
@@ -83,19 +86,29 @@ class Endpoint:
         except Exception as exc:  # the handler's own failure, never the agent's hang
             return error(message.get("id"), -32603, f"{type(exc).__name__}: {exc}")
 
-    @property
-    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        """The threads that read and answer the agent's messages."""
-        return self._pool
+    def opened(self, session: _Lines) -> bool:
+        """Count a session in (False once the endpoint is closed: it is refused)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._sessions.add(session)
+            return True
+
+    def ended(self, session: _Lines) -> None:
+        """Count a session out."""
+        with self._lock:
+            self._sessions.discard(session)
 
     def close(self) -> None:
         """Stop listening; calls under way finish."""
         with self._lock:
             servers, self._servers = list(self._servers.values()), {}
+            sessions, self._closed = list(self._sessions), True
         for server in servers:
             server.shutdown()
             server.server_close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        for session in sessions:  # a client that keeps its server (fastmcp's keep_alive)
+            session.stop()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -141,8 +154,11 @@ class _HandOver(socketserver.BaseRequestHandler):
             for fd in fds:
                 os.close(fd)
             return
-        with os.fdopen(fds[0], "rb") as given, os.fdopen(fds[1], "wb") as taken:
-            _Lines(self.server.endpoint, given, taken).serve()
+        session = _Lines(self.server.endpoint, *fds)
+        try:
+            session.serve()
+        finally:
+            session.close()
         # Returning closes the relay's socket: the relay exits, and the agent sees its server end.
 
 
@@ -150,34 +166,70 @@ class _Lines:
     """One agent session over stdio: a message a line each way; requests run concurrently.
 
     Leader and followers: the thread that reads a request hands the reading on
-    to a thread of the pool, then answers the request itself, so no hand-off
-    lies between a request and its answer.
+    to another thread, then answers the request itself, so no hand-off lies
+    between a request and its answer. ``stop`` ends the session (at the
+    trial's end) whether or not the agent closed its end.
     """
 
-    def __init__(self, endpoint: Endpoint, given: BinaryIO, taken: BinaryIO) -> None:
+    def __init__(self, endpoint: Endpoint, given: int, taken: int) -> None:
         self._endpoint, self._in, self._out = endpoint, given, taken
+        self._stop_r, self._stop_w = os.pipe()
+        self._buffer = b""
         self._write = threading.Lock()
         self._busy = threading.Condition()
         self._working = 0
 
     def serve(self) -> None:
         """Answer the session's requests until the agent closes its end, and they are done."""
+        if not self._endpoint.opened(self):
+            return
         with self._busy:
             self._working += 1
         self._follow()
         with self._busy:
             self._busy.wait_for(lambda: self._working == 0)
+        self._endpoint.ended(self)
+
+    def stop(self) -> None:
+        """End the session: the reader wakes and sees the end."""
+        with contextlib.suppress(OSError):
+            os.write(self._stop_w, b"x")
+
+    def close(self) -> None:
+        """Close the agent's pipes (ours of them) and the stop pipe."""
+        for fd in (self._in, self._out, self._stop_r, self._stop_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _readline(self) -> bytes:
+        """The next line from the agent; empty at its end or at ``stop``."""
+        poller = select.poll()
+        poller.register(self._in, select.POLLIN)
+        poller.register(self._stop_r, select.POLLIN)
+        while (cut := self._buffer.find(b"\n")) < 0:
+            ready = {fd for fd, _ in poller.poll()}
+            if self._stop_r in ready:
+                return b""
+            data = os.read(self._in, 65536)
+            if not data:
+                line, self._buffer = self._buffer, b""
+                return line
+            self._buffer += data
+        line, self._buffer = self._buffer[: cut + 1], self._buffer[cut + 1 :]
+        return line
 
     def _send(self, message: Message | None) -> None:
-        if message is not None:
-            with self._write:
-                self._out.write(_encode(message) + b"\n")
-                self._out.flush()
+        if message is None:
+            return
+        data = _encode(message) + b"\n"
+        with self._write:
+            while data:
+                data = data[os.write(self._out, data) :]
 
     def _follow(self) -> None:
         """Read the next request, hand the reading on, answer the request."""
         try:
-            while line := self._in.readline():
+            while line := self._readline():
                 try:
                     message = json.loads(line) if line.strip() else None
                 except ValueError:
@@ -190,10 +242,10 @@ class _Lines:
                     continue
                 with self._busy:
                     self._working += 1
-                self._endpoint.pool.submit(self._follow)
+                _WORKERS.submit(self._follow)
                 self._send(self._endpoint.handle(message, self._send))
                 return
-        except (OSError, ValueError):
+        except OSError:
             pass  # the agent went away: nobody to answer
         finally:
             with self._busy:
@@ -265,3 +317,35 @@ class _HttpHandler(http.server.BaseHTTPRequestHandler):
 
 def _ignored(message: Message) -> None:
     pass
+
+
+class _Workers:
+    """The process's daemon threads for the endpoints' sessions, kept for the next task.
+
+    Handing a task to an idle thread costs a queue put; a new thread is
+    started only when none is idle. Daemon threads: a session a client left
+    open never holds up the interpreter's exit.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, task: Callable[[], None]) -> None:
+        """Run ``task`` in a thread of the pool."""
+        with self._lock:
+            start = self._idle == 0
+            self._idle -= 0 if start else 1
+        self._tasks.put(task)
+        if start:
+            threading.Thread(target=self._work, name="replay-mcp", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            self._tasks.get()()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _Workers()

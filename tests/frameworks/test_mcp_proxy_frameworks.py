@@ -8,8 +8,10 @@ world). With sqlite: three sandbox trials pass the case's state assertions,
 every MCP call is a tool step of ``replay show`` (the write with the rows it
 wrote); offline with the LLM frozen and the server's command a path that does
 not exist, the same answer and world; a changed argument is ``unsupported``.
-With time: offline answers the recorded time (the frozen LLM's requests, which
-carry the tool result, match the recording's), another timezone is unsupported.
+With time: three sandbox trials pass (nothing changed, the time answered), the
+call is a step of ``replay show``, offline answers the recorded time (the frozen
+LLM's requests, which carry the tool result, match the recording's), another
+timezone is unsupported.
 
 The proxy's own calls (``mcp:<server>:...``) are left out of what is asserted:
 which of them there are, and how a result is recorded, are the proxy's business.
@@ -160,9 +162,11 @@ def test_a_framework_agent_asks_mcp_server_time_and_offline_answers_the_recorded
     name: str, tmp_path: Path
 ) -> None:
     agent = _agent(name)
-    (trial,) = _record(agent, "time", example.time_policy("UTC"), tmp_path, trials=1)
-    answer = trial.trial.answer
+    trials = _record(agent, "time", example.time_policy("UTC"), tmp_path, trials=3)
+    answer = trials[0].trial.answer
     assert "UTC" in answer and "datetime" in answer, answer  # the tool's result, quoted
+    code, out, _ = replay_cli("show", str(tmp_path / "sandbox-0.cassette"))
+    assert code == 0 and "tool get_current_time(timezone='UTC')" in out, out
 
     again = _offline(agent, "time", tmp_path, "offline.cassette")  # the LLM frozen
     assert again.outcome.verdict is Verdict.PASS, again.outcome.evidence
