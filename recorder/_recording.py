@@ -60,12 +60,22 @@ class ToolStart:
 
 
 def error_info(exc: BaseException, clean: Callable[[str], str] = str) -> ErrorInfo:
-    """Describe an exception for a cassette, passing its texts through ``clean``."""
+    """Describe an exception for a cassette, passing its texts through ``clean``.
+
+    An exception that stands for a recorded one (offline replay raising a
+    recorded tool error again) carries ``replayed = (type, message)`` and is
+    described as that error, so a replay of a replay records what the first
+    recording did.
+    """
     cls = type(exc)
     trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
+    kind, message = f"{cls.__module__}.{cls.__qualname__}", str(exc)
+    replayed = getattr(exc, "replayed", None)
+    if isinstance(replayed, tuple) and len(replayed) == 2:
+        kind, message = str(replayed[0]), str(replayed[1])
     return ErrorInfo(
-        type=f"{cls.__module__}.{cls.__qualname__}",
-        message=clean(str(exc)),
+        type=kind,
+        message=clean(message),
         traceback=clean(trace) if trace else None,
     )
 

@@ -9,7 +9,7 @@ trial's world as its delta) and is answered from the cassette offline::
 
     from replay import McpServer, load_case, sandbox
     servers = {"sqlite": McpServer(command=["mcp-server-sqlite", "--db-path", "{world}"])}
-    sandbox(load_case("examples/frameworks/cases/notes.yaml"), openai_agents, no_tools,
+    sandbox(load_case("examples/frameworks/mcp_cases/notes.yaml"), openai_agents, no_tools,
             out, llm_base_url=URL, mcp_servers=servers)
 
 The model is the stub LLM playing ``notes_policy`` (or ``time_policy`` against

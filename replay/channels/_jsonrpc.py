@@ -128,6 +128,9 @@ class _TcpServer(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     endpoint: Endpoint
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer: nobody to tell (and no traceback to print)."""
+
     def server_bind(self) -> None:
         # Small answers on a kept-open connection: without this, delayed ACKs cost
         # ~40 ms a call (accepted connections inherit it on Linux).
@@ -176,6 +179,7 @@ class _Lines:
         self._stop_r, self._stop_w = os.pipe()
         self._buffer = b""
         self._write = threading.Lock()
+        self._closed = False
         self._busy = threading.Condition()
         self._working = 0
 
@@ -196,10 +200,12 @@ class _Lines:
             os.write(self._stop_w, b"x")
 
     def close(self) -> None:
-        """Close the agent's pipes (ours of them) and the stop pipe."""
-        for fd in (self._in, self._out, self._stop_r, self._stop_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        """Close the agent's pipes (ours of them) and the stop pipe; later writes are dropped."""
+        with self._write:
+            self._closed = True
+            for fd in (self._in, self._out, self._stop_r, self._stop_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def _readline(self) -> bytes:
         """The next line from the agent; empty at its end or at ``stop``."""
@@ -223,7 +229,7 @@ class _Lines:
             return
         data = _encode(message) + b"\n"
         with self._write:
-            while data:
+            while data and not self._closed:  # (progress of a call whose session ended)
                 data = data[os.write(self._out, data) :]
 
     def _follow(self) -> None:

@@ -138,6 +138,7 @@ class McpProxy:
         self._calls: dict[str, Callable[..., Any]] = {}
         self._dispatch = wrap(lambda name, arguments: self._call(name)(**arguments))
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._endpoint: Endpoint | None = None
         self._http: str | None = None
         self._initialized: Message | None = None
@@ -213,7 +214,7 @@ class McpProxy:
         token = _REQUEST.set((method, params, notify))
         try:
             if method == "initialize":
-                with self._lock:  # asked once a trial: a second client gets the same answer
+                with self._starting:  # asked once a trial: a second client gets the same answer
                     if self._initialized is None:
                         self._initialized = self._dispatch(method_name(self.name, method), {})
                     return self._initialized
@@ -311,7 +312,7 @@ class LiveServer:
             raise ServerToolError(
                 "\n".join(str(c.get("text", "")) for c in result.get("content") or [])
             )
-        if progress:
+        if progress and method == "tools/call":
             result = {**result, "_meta": {**(result.get("_meta") or {}), PROGRESS: progress}}
         return result
 
@@ -346,6 +347,7 @@ class LiveServer:
         }
         try:
             self._initialized, _ = upstream.request("initialize", hello, _nowhere, STARTUP_S)
+            upstream.initialized(self._initialized)
             upstream.notify("notifications/initialized")
         except (McpServerFailed, RpcError) as exc:
             upstream.close()
@@ -383,8 +385,9 @@ class LiveServer:
         """Stop the server; remove its world file."""
         with self._lock:
             upstream, self._upstream = self._upstream, None
-            self._failed = self._failed or "the trial is over"
+            self._failed = self._failed or f"MCP server {self.name!r}: the trial is over"
         if upstream is not None:
+            upstream.fail(self._failed, stop=False)  # a call still waiting is answered now
             upstream.close()
         if self._changes is not None:
             self._changes.close()

@@ -77,6 +77,8 @@ class ReplayedToolError(Exception):
     def __init__(self, type: str, message: str) -> None:
         super().__init__(f"{type}: {message}")
         self.type, self.message = type, message
+        self.replayed = (type, message)
+        """Recorded as the recorded error again (``recorder.error_info``)."""
 
 
 def _call_text(name: str, args: Mapping[str, Any]) -> str:

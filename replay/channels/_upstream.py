@@ -20,10 +20,12 @@ costs one pragma; a write, one reading of the file's tables).
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import threading
@@ -118,18 +120,25 @@ class Upstream:
         self._check()
         self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
 
-    def fail(self, reason: str) -> None:
-        """The server is unusable: the call under way and every later one get ``reason``."""
+    def fail(self, reason: str, *, stop: bool = True) -> None:
+        """The server is unusable: the call under way and every later one get ``reason``.
+
+        ``stop``: stop the server too (not when it is about to be closed gently).
+        """
         with self._lock:
             if self.failure is None:
                 self.failure = reason
             waiting = list(self._pending.values())
         for pending in waiting:
             pending.done.set()
-        self._stopped()
+        if stop:
+            self._stopped()
 
     def close(self) -> None:
         """End the stream."""
+
+    def initialized(self, result: Message) -> None:
+        """The server answered ``initialize`` with ``result``."""
 
     def _check(self) -> None:
         if self.failure is not None:
@@ -171,13 +180,9 @@ class Upstream:
                 pending = self._pending.get(ident) if ident is not None else None
             if pending is not None:
                 pending.progress.append(params)
-                pending.notify(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": method,
-                        "params": {"progressToken": pending.token, **params},
-                    }
-                )
+                note = {"progressToken": pending.token, **params}
+                with contextlib.suppress(Exception):  # an agent gone is no failure of the server
+                    pending.notify({"jsonrpc": "2.0", "method": method, "params": note})
         # Other notifications (logging, list changes) concern no call: dropped.
 
 
@@ -243,6 +248,7 @@ class StdioUpstream(Upstream):
             self._deliver(message)
         if not self._closing:
             code = self._process.wait()
+            self._threads[1].join(timeout=1)  # its last words on stderr, read to the end
             said = f": {self._stderr[-1]}" if self._stderr else ""
             self.fail(f"MCP server {self.name!r} exited (code {code}){said}")
 
@@ -267,31 +273,38 @@ class StdioUpstream(Upstream):
             self._check()
 
     def _stopped(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()  # hung or garbling: nothing more it says is trusted
+        self._signal(signal.SIGKILL)  # hung or garbling: nothing more it says is trusted
+
+    def _signal(self, which: signal.Signals) -> None:
+        """Signal the server's whole process group (a wrapper's children too)."""
+        if self._process is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self._process.pid, which)
 
     def close(self) -> None:
-        """Close its stdin; then terminate it, then kill it, if it lingers."""
+        """Close its stdin; then terminate its process group, then kill it, if it lingers."""
         self._closing = True
         process = self._process
         if process is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             if process.stdin is not None:
                 process.stdin.close()
-            process.wait(timeout=2)
-        except (OSError, subprocess.TimeoutExpired):
-            process.terminate()
+        for which in (None, signal.SIGTERM, signal.SIGKILL):
+            if which is not None:
+                self._signal(which)
             try:
                 process.wait(timeout=2)
+                break
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                continue
+        self._signal(signal.SIGKILL)  # what the server left behind in its group
         for thread in self._threads:
             thread.join(timeout=2)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        if not any(thread.is_alive() for thread in self._threads):
+            for stream in (process.stdout, process.stderr):  # (a reader still in one holds it)
+                if stream is not None:
+                    stream.close()
 
 
 class HttpUpstream(Upstream):
@@ -311,7 +324,21 @@ class HttpUpstream(Upstream):
     def start(self) -> None:
         """Nothing to start: the server runs already."""
 
+    def initialized(self, result: Message) -> None:
+        """Every later request names the protocol version agreed (the spec's MUST)."""
+        self._headers["MCP-Protocol-Version"] = str(result.get("protocolVersion", ""))
+
     def _send(self, message: Message) -> None:
+        """POST a request in a thread of its own; a notification here and now (in order).
+
+        So ``request``'s deadline holds however slowly the server trickles its answer.
+        """
+        if "id" in message and "method" in message:
+            threading.Thread(target=self._post, args=(message,), daemon=True).start()
+        else:
+            self._post(message)
+
+    def _post(self, message: Message) -> None:
         import httpx
 
         body = json.dumps(message, separators=(",", ":"), default=str)
@@ -339,7 +366,10 @@ class HttpUpstream(Upstream):
             self.fail(f"MCP server {self.name!r} at {self.url} failed: {type(exc).__name__}: {exc}")
 
     def close(self) -> None:
-        """Close the client (the server runs on)."""
+        """End the session (``DELETE``, if the server gave one) and close the client."""
+        if "Mcp-Session-Id" in self._headers:
+            with contextlib.suppress(Exception):
+                self._client.delete(self.url, headers=self._headers, timeout=2)
         self._client.close()
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder import Tool
+from recorder import ConfigError, Tool
 
 from ..channels._faults import FaultInjector
 from ..channels._mcp import McpTools
@@ -92,6 +92,12 @@ class Environment:
         ]
         if self.mcp is not None:
             servers.insert(0, ("", self.mcp))
+        infixes = [infix for infix, _ in servers]
+        if len(set(infixes)) < len(infixes):
+            raise ConfigError(
+                f"MCP server names {sorted(self.mcp_servers)} give the same variable names: "
+                "rename one (letters and digits are kept, the rest become _)"
+            )
         for infix, server in servers:
             found[f"REPLAY_MCP{infix}_URL"] = server.url
             found[f"REPLAY_MCP{infix}_COMMAND"] = json.dumps(server.command)

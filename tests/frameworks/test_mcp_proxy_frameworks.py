@@ -35,7 +35,7 @@ from replay.stub_llm import Policy, StubLLM
 from tests.helpers import REPO
 from tests.helpers import replay as replay_cli
 
-CASES = REPO / "examples" / "frameworks" / "cases"
+CASES = REPO / "examples" / "frameworks" / "mcp_cases"
 AGENTS = {  # the agent (in examples.frameworks.mcp_proxy_agents) and the package its client is in
     "openai-agents": ("openai_agents", "agents.mcp"),
     "openai-agents-stdio": ("openai_agents_stdio", "agents.mcp"),

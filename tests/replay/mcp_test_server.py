@@ -1,6 +1,7 @@
 """An MCP server made with the official SDK's FastMCP, for the proxy's tests.
 
-``python mcp_test_server.py WORLD.db`` serves over stdio: a tool that reports
+``python mcp_test_server.py WORLD.db`` serves over stdio (``--http PORT``:
+streamable HTTP on 127.0.0.1, with no world): a tool that reports
 progress, one that writes to the world file, a resource, a prompt, and three
 ways to fail (die, garble its stdout, hang).
 """
@@ -14,8 +15,9 @@ import time
 
 from mcp.server.fastmcp import Context, FastMCP
 
-app = FastMCP("replay-test-server")
-WORLD = sys.argv[1] if len(sys.argv) > 1 else ":memory:"
+HTTP = sys.argv[2] if sys.argv[1:2] == ["--http"] else None
+app = FastMCP("replay-test-server", port=int(HTTP or 8000), log_level="WARNING")
+WORLD = sys.argv[1] if len(sys.argv) > 1 and not HTTP else ":memory:"
 
 
 @app.tool()
@@ -70,4 +72,4 @@ def summarize(topic: str) -> str:
 
 
 if __name__ == "__main__":
-    app.run("stdio")
+    app.run("streamable-http" if HTTP else "stdio")

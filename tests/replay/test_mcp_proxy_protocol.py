@@ -134,6 +134,12 @@ def test_a_server_that_fails_mid_trial_is_the_trial_s_error_and_nothing_recorded
     ]  # what came before the failure is in the cassette, with its delta
     assert list(trial.trial.diff.table("notes").inserted.values()) == [{"id": 2, "text": "kept"}]
 
+    recorded = read_cassette(tmp_path / "t.cassette")  # offline: the same failure, told the same
+    nowhere = _servers(command=str(tmp_path / "no-such-server"))
+    again = offline(case, scripted, no_tools, recorded, tmp_path / "o", mcp_servers=nowhere)
+    assert (again.outcome.verdict.value, again.outcome.evidence[0]) == ("error", f"server: {said}")
+    assert again.trial.answer == trial.trial.answer
+
 
 def test_the_run_goes_on_past_a_trial_whose_server_dies(tmp_path: Path) -> None:
     """``replay run``: the dying server's trial is an error (the server's), its neighbour passes."""
@@ -166,3 +172,59 @@ def test_a_client_s_housekeeping_is_no_decision_of_the_agent(tmp_path: Path) -> 
     assert names.count("mcp:test:tools/list") == 4
     assert trial.outcome.verdict.value == "pass", trial.outcome.evidence  # the rule grader: no loop
     assert trial.tool_use.calls == 1
+
+
+@pytest.fixture
+def http_server() -> Any:
+    """The FastMCP test server over streamable HTTP on a free port (no world)."""
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.kill()
+    process.wait()
+
+
+def test_a_server_reached_by_url_streams_progress_and_is_held_to_its_timeout(
+    tmp_path: Path, http_server: str
+) -> None:
+    steps = [["call", "count", {"n": 2}], ["call", "hang", {}]]
+    case = _case(tmp_path, steps)
+    started = time.monotonic()
+    trial = _live(case, tmp_path / "u.cassette", mcp_servers={
+        "test": McpServer(url=http_server, timeout=1)
+    })  # fmt: skip
+    assert time.monotonic() - started < 30
+    lines = (trial.trial.answer or "").splitlines()
+    assert lines[:3] == ["progress 1/2 step 1", "progress 2/2 step 2", "count: counted to 2"]
+    said = "MCP server 'test' did not answer tools/call within 1 s"
+    assert said in lines[3]
+    assert (trial.outcome.verdict.value, trial.outcome.evidence[0]) == ("error", f"server: {said}")
+
+
+def test_a_server_that_lingers_after_its_session_is_stopped_with_its_children(
+    tmp_path: Path,
+) -> None:
+    """A wrapper that outlives the server (``sh -c '...; sleep 600'``) does not hold the trial."""
+    case = _case(tmp_path, [["call", "count", {"n": 1}]])
+    wrapped = f'{sys.executable} {SERVER} "$0"; sleep 600'
+    servers = {"test": McpServer(command=["sh", "-c", wrapped, "{world}"])}
+    started = time.monotonic()
+    trial = _live(case, tmp_path / "w.cassette", mcp_servers=servers)
+    assert trial.outcome.verdict.value == "pass", trial.outcome.evidence
+    assert time.monotonic() - started < 30
