@@ -34,7 +34,14 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check recorder replay tests bench examples
 	$(BIN)/mypy
 
-test: $(VENV)/.dev lint
+# The agent in another language (examples/node): its pinned npm packages, where npm is.
+NODE_EXAMPLE := examples/node/node_modules/.package-lock.json
+
+$(NODE_EXAMPLE): examples/node/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix examples/node --no-audit --no-fund --silent; \
+	else echo "npm not found: tests of the Node agent will skip"; fi
+
+test: $(VENV)/.dev lint $(NODE_EXAMPLE)
 	$(BIN)/pytest
 	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
 	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools

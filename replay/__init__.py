@@ -46,6 +46,7 @@ if _typing.TYPE_CHECKING:
         run_trial,
         sandbox,
     )
+    from .modes._command import AgentCommand
     from .results._calibration import JudgeAgreement, judge_agreement
     from .results._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
     from .results._gate import GateResult, Thresholds, gate, write_junit
@@ -91,6 +92,7 @@ _EXPORTS = {
     "ExitCode": "._exit",
     "JudgeAgreement": ".results._calibration",
     "McpServer": ".channels._mcp_proxy",
+    "AgentCommand": ".modes._command",
     "Fixture": ".worlds._world",
     "GateResult": ".results._gate",
     "HealthFlag": ".results._health",
@@ -163,6 +165,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AgentCommand",
     "AgentSettings",
     "Case",
     "CaseChange",

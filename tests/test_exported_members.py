@@ -79,6 +79,7 @@ RECORDER = [
 ]
 
 REPLAY = [
+    "AgentCommand",
     "AgentSettings",
     "ExecutorSettings",
     "FaultSettings",

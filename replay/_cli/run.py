@@ -12,6 +12,7 @@ from rich.progress import Progress
 
 from recorder import ConfigError
 from replay import (
+    AgentCommand,
     AgentSettings,
     ExecutorSettings,
     FaultSettings,
@@ -112,6 +113,12 @@ _URLS = ("http://", "https://")
 )
 @click.option(
     "--agent", help="The agent, module:function (the modes that run it: offline, sandbox, record)."
+)
+@click.option(
+    "--agent-cmd",
+    "agent_cmd",
+    help="Or the agent as a program, split as a shell would: instruction on stdin, answer on "
+    "stdout, the LLM and tools' addresses in its environment (OPENAI_BASE_URL, REPLAY_MCP_URL).",
 )
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
 @click.option(
@@ -259,6 +266,7 @@ def run(
     name: str,
     mode: str,
     agent: str | None,
+    agent_cmd: str | None,
     tools: str | None,
     trials: int,
     llm: str | None,
@@ -358,6 +366,7 @@ def run(
                 _settings(sets),
                 allow_env=list(allow_env),
                 mcp_servers=servers,
+                command=list(AgentCommand.parse(agent_cmd).argv) if agent_cmd else None,
             ),
             llm=LlmSettings(
                 llm,  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from typing import Any
 from recorder import ConfigError, Tool
 
 from ..channels._faults import FaultInjector
+from ..channels._llm_proxy import LlmProxy
 from ..channels._mcp import McpTools
 from ..channels._mcp_proxy import McpProxy
 from ..channels._user import UserChannel
@@ -58,6 +59,9 @@ class Environment:
     mcp_servers: Mapping[str, McpProxy] = field(default_factory=dict)
     """Third-party MCP servers by name, each behind the trial's recording proxy
     (``env.mcp_servers["sqlite"].url`` or ``.command``)."""
+    llm_proxy: LlmProxy | None = None
+    """The LLM for an agent in another process (``env.llm_proxy.url``): a recording
+    proxy to ``llm_base_url``, what ``variables()`` gives as ``OPENAI_BASE_URL``."""
 
     def variables(self) -> dict[str, str]:
         """The same as environment variables, for an agent that runs as another program.
@@ -66,21 +70,22 @@ class Environment:
         and nothing of the harness's environment is implied:
 
         - ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ANTHROPIC_BASE_URL``,
-          ``ANTHROPIC_API_KEY``: the trial's LLM endpoint (the variables those
-          SDKs read), ``REPLAY_MODEL`` when a model is set, ``REPLAY_SETTINGS``
-          (``--set``, as JSON);
+          ``ANTHROPIC_API_KEY``: the trial's LLM through its recording proxy
+          (``llm_proxy``: recorded, or answered frozen, as an in-process call);
+          ``REPLAY_MODEL`` when a model is set, ``REPLAY_SETTINGS`` (``--set``, as JSON);
         - ``REPLAY_MCP_URL`` and ``REPLAY_MCP_COMMAND``: the trial's tools over MCP;
         - ``REPLAY_MCP_<NAME>_URL`` and ``REPLAY_MCP_<NAME>_COMMAND``: each
           third-party server's proxy (``NAME`` upper-cased, other characters ``_``).
 
         A command is a JSON array (unambiguous in every language). Asking
-        starts the trial's MCP endpoints (not the third-party servers: each
-        starts on its first request).
+        starts the trial's endpoints (not the third-party servers: each starts
+        on its first request).
         """
+        llm = self.llm_proxy.url if self.llm_proxy is not None else self.llm_base_url
         found = {
-            "OPENAI_BASE_URL": self.llm_base_url,
+            "OPENAI_BASE_URL": llm,
             "OPENAI_API_KEY": self.api_key,
-            "ANTHROPIC_BASE_URL": self.llm_base_url.removesuffix("/").removesuffix("/v1"),
+            "ANTHROPIC_BASE_URL": llm.removesuffix("/").removesuffix("/v1"),
             "ANTHROPIC_API_KEY": self.api_key,
             "REPLAY_SETTINGS": json.dumps(self.settings, default=str),
         }
@@ -178,6 +183,7 @@ def environment(
         functions=_Functions(tools, dispatch),
         mcp=McpTools(specs, dispatch),
         mcp_servers=dict(servers or {}),
+        llm_proxy=LlmProxy(llm_base_url),
     )
 
 

@@ -22,6 +22,7 @@ from recorder import (
 )
 
 from ..cases._solution import reference_for
+from ..channels._llm_proxy import LlmProxy
 from ..channels._mcp import McpTools
 from ..channels._mcp_proxy import McpProxy, is_type
 from ..channels._upstream import McpServerFailed
@@ -138,9 +139,8 @@ def run_agent(
             if env.user is not None:
                 env.user.recording = rec
                 instruction = env.user.opening()
-            servers: list[McpTools | McpProxy] = [*env.mcp_servers.values()]
-            if env.mcp is not None:
-                servers.append(env.mcp)
+            servers: list[McpTools | McpProxy | LlmProxy] = [*env.mcp_servers.values()]
+            servers += [s for s in (env.mcp, env.llm_proxy) if s is not None]
             for server in servers:
                 server.recording = rec
             try:

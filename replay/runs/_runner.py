@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import shlex
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -104,8 +105,12 @@ def execute(
         raise ConfigError(f"faults are injected where the agent runs, not in {mode.name}")
     jobs = _jobs(spec, mode, cases)
     judge = _judge(spec, cases, store)
-    if mode.runs_agent and (not spec.agent.entry or not spec.agent.tools):
-        raise ConfigError(f"{mode.name} mode needs --agent MOD:FN and --tools MOD:FN")
+    if mode.runs_agent and (not (spec.agent.entry or spec.agent.command) or not spec.agent.tools):
+        raise ConfigError(
+            f"{mode.name} mode needs --agent MOD:FN (or --agent-cmd PROGRAM) and --tools MOD:FN"
+        )
+    if spec.agent.entry and spec.agent.command:
+        raise ConfigError("give the agent as --agent MOD:FN or as --agent-cmd PROGRAM, not both")
     if spec.executor.kind == "local":  # fail early; on a cluster the code may live on workers only
         for named in (spec.agent.entry if mode.runs_agent else None, spec.agent.tools):
             if named:
@@ -379,7 +384,7 @@ def _pinned(server: McpServer) -> dict[str, Any]:
 def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
     return {
         "mode": mode.name,
-        "agent": spec.agent.entry,
+        "agent": shlex.join(spec.agent.command) if spec.agent.command else spec.agent.entry,
         "tools": spec.agent.tools,
         "model": spec.agent.model,
         "llm": mode.llm_source(spec.llm.source),

@@ -40,6 +40,9 @@ class AgentSettings:
     mcp_servers: dict[str, McpServer] = field(default_factory=dict)
     """Third-party MCP servers it uses, by name (``env.mcp_servers``); a stored
     server (its fields as a dict) is read back as an ``McpServer``."""
+    command: list[str] | None = None
+    """Or the agent as a program (``--agent-cmd``): instruction on stdin, answer on
+    stdout, the trial's addresses in its environment (``replay.AgentCommand``)."""
 
     def __post_init__(self) -> None:
         servers = {name: _server(given) for name, given in self.mcp_servers.items()}

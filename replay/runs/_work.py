@@ -44,6 +44,7 @@ from ..modes import (
     load_callable,
 )
 from ..modes._async import wait_for
+from ..modes._command import AgentCommand
 from ..worlds._world import Fixture, World, load_fixture, ship
 
 if TYPE_CHECKING:
@@ -167,13 +168,20 @@ def blob(fixture: Fixture) -> Blob:
     return Blob(fixture.source, fixture.hash, fixture.data)
 
 
+def _agent(spec: RunSpec) -> Any:
+    """The run's agent: its function, or its program (``--agent-cmd``)."""
+    if spec.agent.command:
+        return AgentCommand(tuple(spec.agent.command))
+    return load_callable(spec.agent.entry) if spec.agent.entry else None
+
+
 def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Done]:
     """Run a batch of trials; every failure is an ``error`` trial, never an exception."""
     if fixtures:
         install_fixtures(fixtures)
     spec = work.spec
     mode = REGISTRY[spec.mode]
-    agent = load_callable(spec.agent.entry) if mode.runs_agent and spec.agent.entry else None
+    agent = _agent(spec) if mode.runs_agent else None
     tools = load_callable(spec.agent.tools) if spec.agent.tools else None
     # patched(): held already in workers and in a driver running trials itself (then free).
     scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_root())

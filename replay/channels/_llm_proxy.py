@@ -1,0 +1,160 @@
+"""The trial's LLM endpoint for agents in other processes: a recording HTTP proxy.
+
+An agent the harness cannot patch (another language, a child process, a
+client of its own) is given ``env.llm_proxy.url`` (``OPENAI_BASE_URL`` in
+``env.variables()``) instead of the LLM's address. Each request it makes
+there is sent on to the LLM with ``httpx`` from inside the trial, so the
+trial's recorder handles it exactly as an in-process call: recorded with its
+streamed chunks as they arrive (live), or answered from the cassette
+(frozen), under the same allowed-host checks. The answer streams back to
+the agent chunk by chunk as the LLM sends it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import http.server
+import socket
+import socketserver
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+from recorder import Recording
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "content-length",
+        "host",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers that belong to one connection, not to the exchange (RFC 9110, 7.6.1)."""
+TIMEOUT_S = 600.0
+"""Seconds the LLM may take to answer a request (between two chunks, for a stream)."""
+
+
+class LlmProxy:
+    """The trial's recording proxy to the LLM at ``target``, started on first use of ``url``.
+
+    Args:
+        target: The LLM's base URL (``env.llm_base_url``).
+    """
+
+    def __init__(self, target: str) -> None:
+        where = urlsplit(target)
+        self._origin = f"{where.scheme}://{where.netloc}"
+        self._path = where.path.rstrip("/")
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self.recording: Recording | None = None
+        """The trial's recording, told of the proxy's address (a channel of the trial: an
+        in-process client that uses it is recorded once, as the proxy sends it on)."""
+
+    @property
+    def url(self) -> str:
+        """The proxy's base URL: the LLM's, on 127.0.0.1 and the proxy's port."""
+        with self._lock:
+            if self._server is None:
+                server = _Server(("127.0.0.1", 0), _Forward)
+                server.origin, server.context = self._origin, contextvars.copy_context()
+                threading.Thread(
+                    target=server.serve_forever,
+                    kwargs={"poll_interval": 0.05},
+                    name="replay-llm-proxy",
+                    daemon=True,
+                ).start()
+                self._server = server
+                if self.recording is not None:
+                    self.recording.channel(f"127.0.0.1:{server.server_address[1]}")
+            return f"http://127.0.0.1:{self._server.server_address[1]}{self._path}"
+
+    def close(self) -> None:
+        """Stop the proxy, if it started."""
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    origin: str
+    context: contextvars.Context
+
+    def server_bind(self) -> None:
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().server_bind()
+
+
+class _Forward(http.server.BaseHTTPRequestHandler):
+    """One request, sent on from inside the trial; its answer streamed back."""
+
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    _begun = False
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def do_DELETE(self) -> None:
+        self._forward()
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        self.server.context.copy().run(self._send_on, body, headers)
+
+    def _send_on(self, body: bytes, headers: dict[str, str]) -> None:
+        import httpx
+
+        url = self.server.origin + self.path
+        try:
+            with (
+                httpx.Client(timeout=TIMEOUT_S) as client,
+                client.stream(self.command, url, content=body, headers=headers) as answer,
+            ):
+                self._begun = True
+                self.send_response(answer.status_code)
+                for key, value in answer.headers.multi_items():
+                    if key.lower() not in HOP_BY_HOP and key.lower() != "content-encoding":
+                        self.send_header(key, value)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for chunk in answer.iter_bytes():  # decoded: the recorder sees the same
+                    if chunk:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+        except Exception as exc:  # refused (a sandbox violation, a frozen miss) or unreachable
+            self._refused(exc)
+
+    def _refused(self, exc: Exception) -> None:
+        """Answer 502 with the reason, as one line (a stream cut once begun: the agent sees it)."""
+        self.close_connection = True
+        if self._begun:
+            return
+        text = f"agent-replay's LLM proxy: {type(exc).__name__}: {exc}".replace("\n", " ")
+        data = text.encode()
+        try:
+            self.send_response(502)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

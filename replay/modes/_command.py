@@ -1,0 +1,89 @@
+"""An agent that is a program: ``replay run --agent-cmd "node agent.js"``, in any language.
+
+The program reads the instruction on stdin and writes its final answer to
+stdout. Its environment is built, never copied: the harness's ``PATH``,
+``HOME`` and locale, and ``env.variables()`` (the trial's LLM through the
+recording proxy as ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``, its tools over
+MCP as ``REPLAY_MCP_URL``/``REPLAY_MCP_COMMAND``, each third-party server's
+proxy, the model and the settings). Everything it does with the LLM and the
+tools is recorded, and replayed, as an in-process agent's is.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+from recorder import ConfigError, ReplayError
+
+from ..channels._upstream import SAFE_ENV
+from ._environment import Environment
+
+TIMEOUT_S = 600.0
+"""Seconds the program may run before it is stopped and the trial is an error."""
+
+
+class AgentCommandFailed(ReplayError):
+    """The agent's program exited with an error, or did not finish in time."""
+
+
+@dataclass(frozen=True)
+class AgentCommand:
+    """An agent run as a program (``argv``), for each trial.
+
+    Attributes:
+        argv: The program and its arguments.
+        timeout: Seconds it may run.
+    """
+
+    argv: tuple[str, ...]
+    timeout: float = TIMEOUT_S
+
+    @classmethod
+    def parse(cls, line: str) -> AgentCommand:
+        """A command line, split as a shell would.
+
+        Raises:
+            ConfigError: It is empty or cannot be split.
+        """
+        try:
+            argv = tuple(shlex.split(line))
+        except ValueError as exc:
+            raise ConfigError(f"--agent-cmd {line!r} cannot be split: {exc}") from None
+        if not argv:
+            raise ConfigError("--agent-cmd is empty: give the program to run")
+        return cls(argv)
+
+    def __call__(self, instruction: str, env: Environment) -> str:
+        """Run the program on ``instruction``; its stdout is the answer.
+
+        Raises:
+            AgentCommandFailed: It could not start, exited non-zero, or ran too long.
+        """
+        inherited = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        shown = shlex.join(self.argv)
+        try:
+            done = subprocess.run(
+                self.argv,
+                input=instruction,
+                env=inherited | env.variables(),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except OSError as exc:
+            raise AgentCommandFailed(f"the agent command `{shown}` did not start: {exc}") from None
+        except subprocess.TimeoutExpired:
+            raise AgentCommandFailed(
+                f"the agent command `{shown}` did not finish within {self.timeout:g} s"
+            ) from None
+        if done.returncode != 0:
+            said = [line for line in done.stderr.splitlines() if line.strip()]
+            last = f": {said[-1].strip()[:300]}" if said else ""
+            raise AgentCommandFailed(
+                f"the agent command `{shown}` exited with code {done.returncode}{last}"
+            )
+        return done.stdout.strip()

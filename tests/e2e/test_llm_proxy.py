@@ -1,0 +1,42 @@
+"""The recording LLM proxy: a program's streamed exchange is recorded chunk by chunk, and frozen.
+
+The program (``streaming_child.py``, the official openai SDK in a process of its
+own, given ``OPENAI_BASE_URL`` alone) cannot be patched: every byte it exchanges
+with the LLM is recorded by the proxy, and offline the cassette answers it with
+no LLM running.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from recorder import HttpEvent, llm_call, read_cassette
+from replay import AgentCommand, load_case, offline, sandbox
+from replay.stub_llm import StubLLM
+
+CHILD = Path(__file__).with_name("streaming_child.py")
+
+
+def test_a_program_s_streamed_llm_exchange_is_recorded_and_replayed_frozen(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+    (tmp_path / "case.yaml").write_text(
+        "id: echo\ninstruction: say hello back\nfixture: w.sql\nassert:\n"
+        '  - answer contains "say hello back"\n'
+    )
+    case, agent = load_case(tmp_path / "case.yaml"), AgentCommand((sys.executable, str(CHILD)))
+    with StubLLM() as llm:  # echoes the last user message, streamed when asked
+        url = llm.openai_base_url
+        live = sandbox(case, agent, lambda conn: [], tmp_path / "s.cassette", llm_base_url=url)
+    assert live.outcome.verdict.value == "pass", live.outcome.evidence
+    recorded = read_cassette(tmp_path / "s.cassette")
+    (exchange,) = [e for e in recorded.events if isinstance(e, HttpEvent)]
+    call = llm_call(exchange)
+    assert call is not None and call.stream and len(exchange.response.chunks) > 2
+    assert exchange.request.url.startswith(url)  # the LLM's address, not ours
+
+    again = offline(case, agent, lambda conn: [], recorded, tmp_path / "o.cassette")
+    assert again.outcome.verdict.value == "pass", again.outcome.evidence  # no LLM is running
+    assert again.trial.answer == live.trial.answer

@@ -1,0 +1,77 @@
+"""An agent in another language through ``replay run --agent-cmd``, in the modes that run one.
+
+``examples/node/agent.mjs`` is Node with the official ``openai`` and MCP npm
+packages, and nothing of ours: it gets the trial's recording LLM proxy
+(``OPENAI_BASE_URL``) and tools (``REPLAY_MCP_URL``) in its environment. Its
+LLM exchanges and tool calls are recorded as a Python agent's, graded, and
+replayed offline with the LLM frozen and the stub stopped.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recorder import HttpEvent, ToolEvent, llm_call, read_cassette
+from replay import Store
+from replay.stub_llm import ScriptedPolicy, StubLLM
+from tests.helpers import REPO, replay
+
+NODE = REPO / "examples" / "node"
+pytest.importorskip("mcp", reason="the mcp SDK is not installed (the mcp extra)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
+    pytest.mark.skipif(
+        not (NODE / "node_modules").is_dir(),
+        reason="examples/node's packages are not installed (make test runs npm ci there)",
+    ),
+]
+CASE = str(REPO / "examples" / "frameworks" / "cases" / "reserve.yaml")
+AGENT = [
+    "--agent-cmd", f"node {NODE / 'agent.mjs'}", "--tools", "examples.frameworks:make_tools",
+]  # fmt: skip
+
+
+def _verdicts(store: str, run: str) -> list[str]:
+    return [t["verdict"] for t in Store(store).trials(run)]
+
+
+def test_a_node_agent_is_recorded_graded_and_replayed_offline(tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    policy = ScriptedPolicy.from_json(REPO / "examples" / "frameworks" / "script.json")
+    with StubLLM(policy) as llm:
+        for mode in ("sandbox", "record"):
+            code, _, err = replay(
+                "run", CASE, "--run", mode, "--mode", mode, "-k", "2", "--store", store,
+                *AGENT, "--llm-url", llm.openai_base_url,
+            )  # fmt: skip
+            assert code == 0, err
+            assert _verdicts(store, mode) == ["pass", "pass"], Store(store).trials(mode)
+    cassettes = tmp_path / "cassettes" / "sandbox"
+    events = read_cassette(cassettes / "reserve-mugs-0.cassette").events
+    assert sum(1 for e in events if isinstance(e, HttpEvent) and llm_call(e)) == 3  # proxied
+    calls = [e.name for e in events if isinstance(e, ToolEvent)]
+    assert sorted(calls) == ["check_stock", "check_stock", "reserve", "reserve"]
+
+    code, _, err = replay(
+        "run", CASE, "--run", "offline", "--mode", "offline", "--store", store,
+        "--cassettes", str(cassettes), *AGENT,
+    )  # fmt: skip
+    assert code == 0, err
+    assert _verdicts(store, "offline") == ["pass"]  # the stub is gone: the LLM was frozen
+
+
+def test_a_failing_agent_command_is_an_agent_error_in_one_line(tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    code, _, err = replay(
+        "run", CASE, "--run", "bad", "--mode", "sandbox", "--store", store,
+        "--agent-cmd", "node -e 'console.error(\"no key\"); process.exit(3)'",
+        "--tools", "examples.frameworks:make_tools", "--llm-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert code == 0, err
+    (trial,) = Store(store).trials("bad")
+    assert (trial["verdict"], trial["cause"]) == ("error", "agent")
+    assert "exited with code 3: no key" in str(trial["cause_detail"])
