@@ -120,6 +120,15 @@ _URLS = ("http://", "https://")
     help="Or the agent as a program, split as a shell would: instruction on stdin, answer on "
     "stdout, the LLM and tools' addresses in its environment (OPENAI_BASE_URL, REPLAY_MCP_URL).",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(["none", "process"]),
+    default="none",
+    show_default=True,
+    help="Where an --agent-cmd program runs: process, inside walls (bubblewrap: its own "
+    "network with only the trial's endpoints, its own processes, a read-only filesystem); "
+    "none, as a plain child.",
+)
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
 @click.option(
     "--trials",
@@ -267,6 +276,7 @@ def run(
     mode: str,
     agent: str | None,
     agent_cmd: str | None,
+    isolation: str,
     tools: str | None,
     trials: int,
     llm: str | None,
@@ -367,6 +377,7 @@ def run(
                 allow_env=list(allow_env),
                 mcp_servers=servers,
                 command=list(AgentCommand.parse(agent_cmd).argv) if agent_cmd else None,
+                isolation=isolation,  # type: ignore[arg-type]
             ),
             llm=LlmSettings(
                 llm,  # type: ignore[arg-type]

@@ -11,13 +11,16 @@ tools is recorded, and replayed, as an in-process agent's is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
 from dataclasses import dataclass
+from typing import Literal
 
 from recorder import ConfigError, ReplayError
 
+from ..channels._isolation import Walls
 from ..channels._upstream import SAFE_ENV
 from ._environment import Environment
 
@@ -40,6 +43,9 @@ class AgentCommand:
 
     argv: tuple[str, ...]
     timeout: float = TIMEOUT_S
+    isolation: Literal["none", "process"] = "none"
+    """``process``: inside walls (``replay.channels._isolation``: its own network,
+    processes and a read-only filesystem); ``none``: a plain child of the harness."""
 
     @classmethod
     def parse(cls, line: str) -> AgentCommand:
@@ -63,12 +69,17 @@ class AgentCommand:
             AgentCommandFailed: It could not start, exited non-zero, or ran too long.
         """
         inherited = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        variables = env.variables()
+        with Walls(variables) if self.isolation == "process" else contextlib.nullcontext() as walls:
+            return self._run(instruction, inherited | variables, walls)
+
+    def _run(self, instruction: str, environ: dict[str, str], walls: Walls | None) -> str:
         shown = shlex.join(self.argv)
         try:
             done = subprocess.run(
-                self.argv,
+                walls.argv(self.argv) if walls is not None else self.argv,
                 input=instruction,
-                env=inherited | env.variables(),
+                env=environ,
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,

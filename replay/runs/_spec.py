@@ -43,6 +43,9 @@ class AgentSettings:
     command: list[str] | None = None
     """Or the agent as a program (``--agent-cmd``): instruction on stdin, answer on
     stdout, the trial's addresses in its environment (``replay.AgentCommand``)."""
+    isolation: Literal["none", "process"] = "none"
+    """Where the program runs: ``process``, inside walls (its own network, processes and
+    a read-only filesystem); ``none``, as a plain child of the harness."""
 
     def __post_init__(self) -> None:
         servers = {name: _server(given) for name, given in self.mcp_servers.items()}

@@ -171,7 +171,7 @@ def blob(fixture: Fixture) -> Blob:
 def _agent(spec: RunSpec) -> Any:
     """The run's agent: its function, or its program (``--agent-cmd``)."""
     if spec.agent.command:
-        return AgentCommand(tuple(spec.agent.command))
+        return AgentCommand(tuple(spec.agent.command), isolation=spec.agent.isolation)
     return load_callable(spec.agent.entry) if spec.agent.entry else None
 
 
