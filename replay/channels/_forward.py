@@ -12,8 +12,8 @@ runs ``PROGRAM`` with its stdio and exits with its code.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
-import subprocess
 import sys
 import threading
 
@@ -75,11 +75,13 @@ def main(argv: list[str]) -> int:
         listener.bind(("127.0.0.1", int(port)))
         listener.listen(64)
         threading.Thread(target=serve, args=(listener, path), daemon=True).start()
-    try:
-        return subprocess.call(argv[cut + 1 :])
+    program = argv[cut + 1 :]
+    try:  # (posix_spawn, not subprocess: its import alone is most of this script's start-up)
+        child = os.posix_spawnp(program[0], program, os.environ)
     except OSError as exc:
         print(f"the agent command did not start: {exc}", file=sys.stderr)
         return 127
+    return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 
 
 if __name__ == "__main__":
