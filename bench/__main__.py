@@ -22,6 +22,7 @@ from importlib.metadata import version
 from . import (
     cassette_open,
     executors,
+    isolation,
     mcp_proxy,
     record_clients,
     record_overhead,
@@ -71,6 +72,9 @@ def main(argv: list[str] | None = None) -> None:
     print()
     proxied = mcp_proxy.run(quick=args.quick) if mcp_proxy.available() else None
     print(mcp_proxy.report(proxied) if proxied else "mcp proxy: skipped (mcp is not installed)")
+    print()
+    walled = isolation.run(quick=args.quick) if isolation.available() else None
+    print(isolation.report(walled) if walled else "isolation: skipped (bubblewrap does not run)")
     print()
     gold = tau2_gold.run(quick=args.quick) if tau2_gold.available() else None
     print(tau2_gold.report(gold) if gold else "tau2 gold pass: skipped (tau2 is not installed)")
@@ -127,6 +131,14 @@ def main(argv: list[str] | None = None) -> None:
                 f"({', '.join(f'{p.calls:,}' for p in proxied)})",
                 f"worst {ms(max(p.overhead for p in proxied))}",
                 mcp_proxy.ok(proxied),
+            )
+        )
+    if walled is not None:
+        checks.append(
+            (
+                f"a walled trial starts within {isolation.TARGET_MS:g} ms of an in-process one",
+                f"{ms(walled.added)} more",
+                walled.ok,
             )
         )
     if gold is not None:

@@ -28,6 +28,7 @@ def test_bench_quick_runs_and_reports_every_target() -> None:
         "state diff of 10 changed rows <= 1 ms",
         "tau2 airline gold pass (5 tasks) faster than tau2's own hash check",
         "MCP proxy adds < 1 ms per call",
+        "a walled trial starts within 50 ms of an in-process one",
         "local executor within 10% of the ideal (320 trials, 64 in flight)",
     ):
         assert line in out, f"bench output lacks {line!r}:\n{out}"

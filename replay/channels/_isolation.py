@@ -103,13 +103,30 @@ class Walls:
     def argv(self, program: Sequence[str]) -> list[str]:
         """``program`` inside the walls (its working directory: this one, read-only)."""
         binds = [arg for path in (self._dir, *self._binds) for arg in ("--bind", path, path)]
+        shown = [arg for path in _under_tmp(program) for arg in ("--ro-bind", path, path)]
         forwards = [f"{b.port}={b.path}" for b in self._bridges]
         return [
             "bwrap", "--die-with-parent", "--new-session", "--unshare-all",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            *binds, "--chdir", os.getcwd(),
+            *shown, *binds, "--chdir", os.getcwd(),
             "--", sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program,
         ]  # fmt: skip
+
+
+def _under_tmp(program: Sequence[str]) -> list[str]:
+    """What the program needs from under ``/tmp``, which the walls hide, shown read-only.
+
+    The working directory, the interpreter and the harness's code (the forwarder runs
+    there), and every path the command line names; nothing else of ``/tmp``.
+    """
+    needed = {os.getcwd(), sys.prefix, sys.exec_prefix, str(Path(__file__).parents[2])}
+    needed |= {arg for arg in program if os.path.exists(arg)}
+    tmp = Path("/tmp").resolve()
+    inside = {str(Path(p).resolve()) for p in needed if Path(p).resolve().is_relative_to(tmp)}
+    # A path already shown with one of its parents needs no bind of its own.
+    return sorted(
+        p for p in inside if not any(p != q and Path(p).is_relative_to(q) for q in inside)
+    )
 
 
 class _Bridge:

@@ -105,8 +105,7 @@ class Endpoint:
             servers, self._servers = list(self._servers.values()), {}
             sessions, self._closed = list(self._sessions), True
         for server in servers:
-            server.shutdown()
-            server.server_close()
+            stop_serving(server)
         for session in sessions:  # a client that keeps its server (fastmcp's keep_alive)
             session.stop()
         if self._dir is not None:
@@ -121,6 +120,19 @@ class Endpoint:
             daemon=True,
         ).start()
         self._servers[kind] = server
+
+
+def stop_serving(server: socketserver.BaseServer) -> None:
+    """Stop ``server`` in a thread of its own.
+
+    Its loop notices at its next poll (up to 50 ms): the trial that owned it need not wait.
+    """
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    threading.Thread(target=stop, name="replay-stop", daemon=True).start()
 
 
 class _TcpServer(socketserver.ThreadingTCPServer):

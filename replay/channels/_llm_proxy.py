@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 from recorder import Recording
 
+from ._jsonrpc import stop_serving
+
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -80,8 +82,7 @@ class LlmProxy:
         with self._lock:
             server, self._server = self._server, None
         if server is not None:
-            server.shutdown()
-            server.server_close()
+            stop_serving(server)
 
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

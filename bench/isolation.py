@@ -1,0 +1,105 @@
+"""A trial's start-up cost behind walls: the same trial in-process, as a plain child, walled.
+
+Each way runs the same sandbox trial whose agent answers at once (in-process:
+a function; otherwise the program ``echo``), so what differs is what it takes
+to start the agent: for a program, its environment (the trial's LLM proxy and
+MCP endpoints) and the process; walled in (``--isolation process``), bubblewrap's
+namespaces, the forwarder inside and the bridges outside. The median of
+interleaved trials counts.
+
+Run alone: ``python -m bench.isolation [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._report import ms, table
+
+TARGET_MS = 50.0
+"""The target: a walled trial starts within 50 ms of an in-process one."""
+WAYS = ("in-process", "plain child", "walled")
+
+
+@dataclass(frozen=True)
+class Result:
+    """Median seconds per trial, each way."""
+
+    seconds: dict[str, float]
+
+    @property
+    def added(self) -> float:
+        """Seconds the walls add to a trial over the in-process one."""
+        return self.seconds["walled"] - self.seconds["in-process"]
+
+    @property
+    def ok(self) -> bool:
+        """Under the target."""
+        return self.added * 1000 < TARGET_MS
+
+
+def available() -> bool:
+    """Whether bubblewrap runs here."""
+    from replay.channels._isolation import unavailable
+
+    return unavailable() is None
+
+
+def _answer(instruction: str, env: Any) -> str:
+    return "done"
+
+
+def run(quick: bool = False) -> Result:
+    """Each way, interleaved, ``trials`` times."""
+    from replay import AgentCommand, load_case, sandbox
+
+    agents: dict[str, Any] = {
+        "in-process": _answer,
+        "plain child": AgentCommand(("echo", "done")),
+        "walled": AgentCommand(("echo", "done"), isolation="process"),
+    }
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+        (root / "case.yaml").write_text("id: start\ninstruction: go\nfixture: w.sql\n")
+        case = load_case(root / "case.yaml")
+        for i in range(8 if quick else 30):
+            for way in WAYS:
+                started = time.perf_counter()
+                sandbox(case, agents[way], lambda conn: [], root / f"{i}.cassette",
+                        llm_base_url="http://127.0.0.1:9/v1")  # fmt: skip
+                times[way].append(time.perf_counter() - started)
+    return Result({way: statistics.median(times[way]) for way in WAYS})
+
+
+def report(result: Result) -> str:
+    """The table."""
+    base = result.seconds["in-process"]
+    rows = [[way, ms(s), ms(s - base)] for way, s in result.seconds.items()]
+    return table(
+        "Trial start-up: a sandbox trial whose agent answers at once",
+        ["agent", "per trial", "over in-process"],
+        rows,
+    )
+
+
+def main() -> None:
+    """Run and print."""
+    parser = argparse.ArgumentParser(prog="python -m bench.isolation", description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    quick = parser.parse_args().quick
+    if not available():
+        print("isolation: skipped (bubblewrap does not run here)")
+        return
+    print(report(run(quick=quick)))
+
+
+if __name__ == "__main__":
+    main()
