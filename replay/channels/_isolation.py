@@ -78,10 +78,10 @@ class Walls:
     Use as a context manager: ``argv(program)`` is the command to run inside.
     """
 
-    def __init__(self, variables: Mapping[str, str]) -> None:
+    def __init__(self, variables: Mapping[str, str], writable: Sequence[str] = ()) -> None:
         text = " ".join(variables.values())
         self._ports = sorted({int(p) for p in _PORTS.findall(text)})
-        self._binds = sorted({os.path.dirname(p) for p in _SOCKETS.findall(text)})
+        self._binds = sorted({os.path.dirname(p) for p in _SOCKETS.findall(text)} | set(writable))
         self._dir = ""
         self._bridges: list[_Bridge] = []
 

@@ -12,11 +12,14 @@ tools is recorded, and replayed, as an in-process agent's is.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from recorder import ConfigError, ReplayError
 
@@ -46,6 +49,10 @@ class AgentCommand:
     isolation: Literal["none", "process"] = "none"
     """``process``: inside walls (``replay.channels._isolation``: its own network,
     processes and a read-only filesystem); ``none``: a plain child of the harness."""
+    writable: tuple[str, ...] = ()
+    """Folders it may write inside the walls (besides its private ``/tmp``)."""
+    extra: tuple[tuple[str, str], ...] = ()
+    """Variables given besides ``env.variables()``."""
 
     @classmethod
     def parse(cls, line: str) -> AgentCommand:
@@ -69,8 +76,9 @@ class AgentCommand:
             AgentCommandFailed: It could not start, exited non-zero, or ran too long.
         """
         inherited = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
-        variables = env.variables()
-        with Walls(variables) if self.isolation == "process" else contextlib.nullcontext() as walls:
+        variables = env.variables() | dict(self.extra)
+        walled = self.isolation == "process"
+        with Walls(variables, self.writable) if walled else contextlib.nullcontext() as walls:
             return self._run(instruction, inherited | variables, walls)
 
     def _run(self, instruction: str, environ: dict[str, str], walls: Walls | None) -> str:
@@ -98,3 +106,55 @@ class AgentCommand:
                 f"the agent command `{shown}` exited with code {done.returncode}{last}"
             )
         return done.stdout.strip()
+
+
+class AgentFailed(ReplayError):
+    """A Python agent in a process of its own raised: recorded as what it raised."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.replayed = (kind, message)
+        """Recorded as the agent's own exception (``recorder.error_info``)."""
+
+
+@dataclass(frozen=True)
+class ChildAgent:
+    """A Python agent (``module:function``) run in a process of its own (``_child``).
+
+    Attributes:
+        entry: The agent, ``module:function``, imported in the child.
+        timeout: Seconds it may run.
+        isolation: ``process``: inside walls; ``none``: a plain child.
+    """
+
+    entry: str
+    timeout: float = TIMEOUT_S
+    isolation: Literal["none", "process"] = "process"
+
+    def __call__(self, instruction: str, env: Environment) -> Any:
+        """Run the agent in the child; return what it returned.
+
+        Raises:
+            AgentFailed: The agent raised (its type and message).
+            AgentCommandFailed: The child itself failed (could not start, ran too long).
+            ConfigError: The case has a simulated user (not available in a child).
+        """
+        if env.user is not None:
+            raise ConfigError("a simulated user is not available to an agent in its own process")
+        with tempfile.TemporaryDirectory(prefix="replay-answer-") as box:
+            answer = os.path.join(box, "answer.json")
+            AgentCommand(
+                (sys.executable, "-m", "replay.modes._child", self.entry),
+                self.timeout,
+                self.isolation,
+                writable=(box,),
+                extra=(("REPLAY_ANSWER", answer),),
+            )(instruction, env)
+            try:
+                with open(answer, encoding="utf-8") as given:
+                    outcome = json.load(given)
+            except (OSError, ValueError):
+                raise AgentCommandFailed(f"the agent {self.entry} said nothing") from None
+        if "error" in outcome:
+            raise AgentFailed(str(outcome["error"]["type"]), str(outcome["error"]["message"]))
+        return outcome.get("answer")

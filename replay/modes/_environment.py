@@ -75,7 +75,8 @@ class Environment:
           ``REPLAY_MODEL`` when a model is set, ``REPLAY_SETTINGS`` (``--set``, as JSON);
         - ``REPLAY_MCP_URL`` and ``REPLAY_MCP_COMMAND``: the trial's tools over MCP;
         - ``REPLAY_MCP_<NAME>_URL`` and ``REPLAY_MCP_<NAME>_COMMAND``: each
-          third-party server's proxy (``NAME`` upper-cased, other characters ``_``).
+          third-party server's proxy (``NAME`` upper-cased, other characters ``_``);
+          ``REPLAY_MCP_SERVERS``: all of them by name, as JSON.
 
         A command is a JSON array (unambiguous in every language). Asking
         starts the trial's endpoints (not the third-party servers: each starts
@@ -106,6 +107,9 @@ class Environment:
         for infix, server in servers:
             found[f"REPLAY_MCP{infix}_URL"] = server.url
             found[f"REPLAY_MCP{infix}_COMMAND"] = json.dumps(server.command)
+        found["REPLAY_MCP_SERVERS"] = json.dumps(
+            {name: {"url": s.url, "command": s.command} for name, s in self.mcp_servers.items()}
+        )
         return found
 
 

@@ -113,11 +113,6 @@ def execute(
     if spec.agent.entry and spec.agent.command:
         raise ConfigError("give the agent as --agent MOD:FN or as --agent-cmd PROGRAM, not both")
     if spec.agent.isolation == "process" and mode.runs_agent:
-        if not spec.agent.command:
-            raise ConfigError(
-                "--isolation process walls in an agent program (--agent-cmd); "
-                "a Python agent (--agent) runs in the harness's process"
-            )
         require_isolation()
     if spec.executor.kind == "local":  # fail early; on a cluster the code may live on workers only
         for named in (spec.agent.entry if mode.runs_agent else None, spec.agent.tools):
@@ -393,7 +388,7 @@ def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
     return {
         "mode": mode.name,
         "agent": shlex.join(spec.agent.command) if spec.agent.command else spec.agent.entry,
-        "isolation": spec.agent.isolation if spec.agent.command else None,
+        "isolation": spec.agent.isolation,
         "tools": spec.agent.tools,
         "model": spec.agent.model,
         "llm": mode.llm_source(spec.llm.source),

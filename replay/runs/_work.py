@@ -44,7 +44,7 @@ from ..modes import (
     load_callable,
 )
 from ..modes._async import wait_for
-from ..modes._command import AgentCommand
+from ..modes._command import AgentCommand, ChildAgent
 from ..worlds._world import Fixture, World, load_fixture, ship
 
 if TYPE_CHECKING:
@@ -172,6 +172,8 @@ def _agent(spec: RunSpec) -> Any:
     """The run's agent: its function, or its program (``--agent-cmd``)."""
     if spec.agent.command:
         return AgentCommand(tuple(spec.agent.command), isolation=spec.agent.isolation)
+    if spec.agent.entry and spec.agent.isolation == "process":
+        return ChildAgent(spec.agent.entry)
     return load_callable(spec.agent.entry) if spec.agent.entry else None
 
 

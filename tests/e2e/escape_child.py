@@ -10,44 +10,54 @@ import os
 import socket
 import urllib.request
 
-given = json.loads(os.environ.get("REPLAY_SETTINGS") or "{}")
-found: dict[str, str] = {}
+
+def attempts(given: dict) -> dict:  # type: ignore[type-arg]
+    """Try every way out; what each reached."""
+    found: dict[str, str] = {}
+
+    def attempt(name, action):  # type: ignore[no-untyped-def]
+        try:
+            action()
+            found[name] = "reached"
+        except Exception as exc:  # what stopped it
+            found[name] = f"blocked: {type(exc).__name__}"
+
+    def connect(family, address):  # type: ignore[no-untyped-def]
+        with socket.socket(family) as conn:
+            conn.settimeout(3)
+            conn.connect(address)
+
+    attempt(
+        "canary over 127.0.0.1", lambda: connect(socket.AF_INET, ("127.0.0.1", given["canary"]))
+    )
+    attempt("canary over ::1", lambda: connect(socket.AF_INET6, ("::1", given["canary6"])))
+    attempt("another host", lambda: connect(socket.AF_INET, ("10.255.255.1", 80)))
+    attempt("DNS", lambda: socket.getaddrinfo("example.com", 443))
+    attempt(
+        "HTTP through the LLM's host, another port",
+        lambda: urllib.request.urlopen(f"http://127.0.0.1:{given['canary']}/", timeout=3),
+    )
+    for name in ("store", "fixture"):
+        attempt(f"write the {name}", lambda name=name: open(given[name], "ab").close())
+    attempt("write a private temp file", lambda: open("/tmp/mine", "w").close())
+    found["secret in the environment"] = "reached" if given["secret"] in os.environ else "blocked"
+    value = given["value"][::-1]  # (given reversed: REPLAY_SETTINGS itself is in the environment)
+    seen = ""
+    for pid in {1, os.getppid()}:  # the harness is its parent, when nothing walls it in
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as other:
+                seen += other.read().decode(errors="replace")
+        except OSError:
+            pass
+    found["secret in /proc/*/environ"] = "reached" if value in seen else "blocked"
+    found["processes seen"] = str(len([p for p in os.listdir("/proc") if p.isdigit()]))
+    return found
 
 
-def attempt(name, action):  # type: ignore[no-untyped-def]
-    try:
-        action()
-        found[name] = "reached"
-    except Exception as exc:  # what stopped it
-        found[name] = f"blocked: {type(exc).__name__}"
+def escape(instruction: str, env) -> str:  # type: ignore[no-untyped-def]
+    """The same, as a Python agent (``--agent tests.e2e.escape_child:escape``)."""
+    return json.dumps(attempts(env.settings))
 
 
-def connect(family, address):  # type: ignore[no-untyped-def]
-    with socket.socket(family) as conn:
-        conn.settimeout(3)
-        conn.connect(address)
-
-
-attempt("canary over 127.0.0.1", lambda: connect(socket.AF_INET, ("127.0.0.1", given["canary"])))
-attempt("canary over ::1", lambda: connect(socket.AF_INET6, ("::1", given["canary6"])))
-attempt("another host", lambda: connect(socket.AF_INET, ("10.255.255.1", 80)))
-attempt("DNS", lambda: socket.getaddrinfo("example.com", 443))
-attempt(
-    "HTTP through the LLM's host, another port",
-    lambda: urllib.request.urlopen(f"http://127.0.0.1:{given['canary']}/", timeout=3),
-)
-for name in ("store", "fixture"):
-    attempt(f"write the {name}", lambda name=name: open(given[name], "ab").close())
-attempt("write a private temp file", lambda: open("/tmp/mine", "w").close())
-found["secret in the environment"] = "reached" if given["secret"] in os.environ else "blocked"
-value = given["value"][::-1]  # (given reversed: REPLAY_SETTINGS itself is in the environment)
-seen = ""
-for pid in {1, os.getppid()}:  # the harness is its parent, when nothing walls it in
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as other:
-            seen += other.read().decode(errors="replace")
-    except OSError:
-        pass
-found["secret in /proc/*/environ"] = "reached" if value in seen else "blocked"
-found["processes seen"] = str(len([p for p in os.listdir("/proc") if p.isdigit()]))
-print(json.dumps(found))
+if __name__ == "__main__":
+    print(json.dumps(attempts(json.loads(os.environ.get("REPLAY_SETTINGS") or "{}"))))

@@ -5,8 +5,10 @@ loopback (IPv4 and IPv6), another host, DNS, writing the results store and the
 fixture, and reading a secret planted in the harness's environment (directly
 and through ``/proc``). Walled in, all fail and the canary sees no connection;
 as a plain child (``--isolation none``) it reaches the canary, so the test
-shows the walls are what blocks it. A real agent (Node, the official SDKs)
-still reaches its LLM and tools through the walls.
+shows the walls are what blocks it; a Python agent walled in (``--agent``
+with ``--isolation process``: ``replay.modes._child``) is blocked alike. Real
+agents (Node with the official SDKs; openai-agents) still reach their LLM and
+tools through the walls, and are replayed offline.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 from replay import AgentCommand, load_case, sandbox
 from replay.channels._isolation import unavailable
 from replay.modes import NO_LLM_URL
+from replay.modes._command import ChildAgent
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None, reason=f"isolation is unavailable here: {unavailable()}"
@@ -55,7 +58,9 @@ class Canary:
         self._sock.close()
 
 
-def _escape(tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+def _escape(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch, python: bool = False
+) -> tuple[Any, ...]:
     monkeypatch.setenv(SECRET, VALUE)
     (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
     (tmp_path / "case.yaml").write_text("id: escape\ninstruction: get out\nfixture: w.sql\n")
@@ -67,9 +72,14 @@ def _escape(tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch) -> 
         "fixture": str(tmp_path / "w.sql"), "secret": SECRET, "value": VALUE[::-1],
     }  # fmt: skip
     try:
+        agent: Any = (
+            ChildAgent("tests.e2e.escape_child:escape")
+            if python
+            else AgentCommand(tuple(CHILD), isolation=isolation)  # type: ignore[arg-type]
+        )
         trial = sandbox(
-            load_case(tmp_path / "case.yaml"), AgentCommand(tuple(CHILD), isolation=isolation),  # type: ignore[arg-type]
-            lambda conn: [], tmp_path / "t.cassette", llm_base_url=NO_LLM_URL, settings=settings,
+            load_case(tmp_path / "case.yaml"), agent, lambda conn: [], tmp_path / "t.cassette",
+            llm_base_url=NO_LLM_URL, settings=settings,
         )  # fmt: skip
     finally:
         canary.close()
@@ -78,10 +88,11 @@ def _escape(tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch) -> 
     return json.loads(trial.trial.answer), canary.reached + canary6.reached
 
 
+@pytest.mark.parametrize("python", [False, True], ids=["program", "python-agent"])
 def test_walled_in_every_way_out_is_blocked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, python: bool
 ) -> None:
-    found, reached = _escape(tmp_path, "process", monkeypatch)
+    found, reached = _escape(tmp_path, "process", monkeypatch, python)
     blocked = [
         "canary over 127.0.0.1", "canary over ::1", "another host", "DNS",
         "HTTP through the LLM's host, another port", "write the store", "write the fixture",
@@ -100,6 +111,32 @@ def test_a_plain_child_reaches_what_the_walls_keep_out(
     assert found["canary over 127.0.0.1"] == "reached" and reached >= 1
     assert found["write the store"] == "reached"
     assert found["secret in the environment"] == "blocked"  # the environment is built, even so
+
+
+def test_a_framework_agent_walled_in_is_recorded_graded_and_replayed(tmp_path: Path) -> None:
+    """openai-agents (its tools from env.functions) in its own process, then offline."""
+    pytest.importorskip("agents", reason="the frameworks extra is not installed")
+    from replay import Store
+    from replay.stub_llm import ScriptedPolicy, StubLLM
+    from tests.helpers import REPO, replay
+
+    store = str(tmp_path / "results.db")
+    run = [
+        str(REPO / "examples/frameworks/cases/reserve.yaml"), "--store", store,
+        "--agent", "examples.frameworks.openai_agents_chat:agent", "--isolation", "process",
+        "--tools", "examples.frameworks:make_tools",
+    ]  # fmt: skip
+    policy = ScriptedPolicy.from_json(REPO / "examples" / "frameworks" / "script.json")
+    with StubLLM(policy) as llm:
+        code, _, err = replay("run", *run, "--run", "walled", "--llm-url", llm.openai_base_url)
+    assert code == 0, err
+    cassettes = str(tmp_path / "cassettes" / "walled")
+    code, _, err = replay(
+        "run", *run, "--run", "again", "--mode", "offline", "--cassettes", cassettes
+    )
+    assert code == 0, err
+    for name in ("walled", "again"):
+        assert [t["verdict"] for t in Store(store).trials(name)] == ["pass"], name
 
 
 def test_a_node_agent_reaches_its_llm_and_tools_through_the_walls(tmp_path: Path) -> None:
