@@ -129,6 +129,14 @@ _URLS = ("http://", "https://")
     "network with only the trial's endpoints, its own processes, a read-only filesystem); "
     "none, as a plain child.",
 )
+@click.option(
+    "--trial-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds an agent in a process of its own (--agent-cmd, or --isolation process) "
+    "may run; past it, it is stopped and the trial is an error.",
+)
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
 @click.option(
     "--trials",
@@ -277,6 +285,7 @@ def run(
     agent: str | None,
     agent_cmd: str | None,
     isolation: str,
+    trial_timeout: float,
     tools: str | None,
     trials: int,
     llm: str | None,
@@ -378,6 +387,7 @@ def run(
                 mcp_servers=servers,
                 command=list(AgentCommand.parse(agent_cmd).argv) if agent_cmd else None,
                 isolation=isolation,  # type: ignore[arg-type]
+                timeout=trial_timeout,
             ),
             llm=LlmSettings(
                 llm,  # type: ignore[arg-type]

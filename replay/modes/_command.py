@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,8 @@ from ..channels._upstream import SAFE_ENV
 from ._environment import Environment
 
 TIMEOUT_S = 600.0
-"""Seconds the program may run before it is stopped and the trial is an error."""
+"""Seconds the program may run before it is stopped and the trial is an error
+(``--trial-timeout``)."""
 
 
 class AgentCommandFailed(ReplayError):
@@ -84,28 +86,34 @@ class AgentCommand:
     def _run(self, instruction: str, environ: dict[str, str], walls: Walls | None) -> str:
         shown = shlex.join(self.argv)
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 walls.argv(self.argv) if walls is not None else self.argv,
-                input=instruction,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 env=environ,
-                capture_output=True,
                 text=True,
-                timeout=self.timeout,
-                check=False,
+                start_new_session=True,  # its children are stopped with it
             )
         except OSError as exc:
             raise AgentCommandFailed(f"the agent command `{shown}` did not start: {exc}") from None
+        try:
+            out, err = process.communicate(instruction, timeout=self.timeout)
         except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
             raise AgentCommandFailed(
-                f"the agent command `{shown}` did not finish within {self.timeout:g} s"
+                f"the agent command `{shown}` did not finish within its deadline of "
+                f"{self.timeout:g} s (--trial-timeout)"
             ) from None
-        if done.returncode != 0:
-            said = [line for line in done.stderr.splitlines() if line.strip()]
+        if process.returncode != 0:
+            said = [line for line in err.splitlines() if line.strip()]
             last = f": {said[-1].strip()[:300]}" if said else ""
             raise AgentCommandFailed(
-                f"the agent command `{shown}` exited with code {done.returncode}{last}"
+                f"the agent command `{shown}` exited with code {process.returncode}{last}"
             )
-        return done.stdout.strip()
+        return out.strip()
 
 
 class AgentFailed(ReplayError):

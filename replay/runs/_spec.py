@@ -44,8 +44,11 @@ class AgentSettings:
     """Or the agent as a program (``--agent-cmd``): instruction on stdin, answer on
     stdout, the trial's addresses in its environment (``replay.AgentCommand``)."""
     isolation: Literal["none", "process"] = "none"
-    """Where the program runs: ``process``, inside walls (its own network, processes and
-    a read-only filesystem); ``none``, as a plain child of the harness."""
+    """Where the agent runs: ``process``, inside walls (its own network, processes and
+    a read-only filesystem); ``none``, a program as a plain child, a Python agent in
+    the harness's process."""
+    timeout: float = 600.0
+    """Seconds an agent in a process of its own may run (``--trial-timeout``)."""
 
     def __post_init__(self) -> None:
         servers = {name: _server(given) for name, given in self.mcp_servers.items()}

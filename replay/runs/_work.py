@@ -170,10 +170,11 @@ def blob(fixture: Fixture) -> Blob:
 
 def _agent(spec: RunSpec) -> Any:
     """The run's agent: its function, or its program (``--agent-cmd``)."""
-    if spec.agent.command:
-        return AgentCommand(tuple(spec.agent.command), isolation=spec.agent.isolation)
-    if spec.agent.entry and spec.agent.isolation == "process":
-        return ChildAgent(spec.agent.entry)
+    settings = spec.agent
+    if settings.command:
+        return AgentCommand(tuple(settings.command), settings.timeout, settings.isolation)
+    if settings.entry and settings.isolation == "process":
+        return ChildAgent(settings.entry, settings.timeout)
     return load_callable(spec.agent.entry) if spec.agent.entry else None
 
 

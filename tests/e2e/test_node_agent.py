@@ -62,16 +62,3 @@ def test_a_node_agent_is_recorded_graded_and_replayed_offline(tmp_path: Path) ->
     )  # fmt: skip
     assert code == 0, err
     assert _verdicts(store, "offline") == ["pass"]  # the stub is gone: the LLM was frozen
-
-
-def test_a_failing_agent_command_is_an_agent_error_in_one_line(tmp_path: Path) -> None:
-    store = str(tmp_path / "results.db")
-    code, _, err = replay(
-        "run", CASE, "--run", "bad", "--mode", "sandbox", "--store", store,
-        "--agent-cmd", "node -e 'console.error(\"no key\"); process.exit(3)'",
-        "--tools", "examples.frameworks:make_tools", "--llm-url", "http://127.0.0.1:9/v1",
-    )  # fmt: skip
-    assert code == 0, err
-    (trial,) = Store(store).trials("bad")
-    assert (trial["verdict"], trial["cause"]) == ("error", "agent")
-    assert "exited with code 3: no key" in str(trial["cause_detail"])

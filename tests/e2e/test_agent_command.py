@@ -1,0 +1,50 @@
+"""``replay run --agent-cmd``: a program that fails, or runs too long, is its trial's error.
+
+One line says what happened (its exit code and last words, or the deadline of
+``--trial-timeout``), the trial is an ``error`` of the agent's, the program and
+its children are stopped, and the run goes on to its other trials.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from replay import Store
+from tests.helpers import REPO, replay
+
+CASE = str(REPO / "examples" / "frameworks" / "cases" / "reserve.yaml")
+TOOLS = ["--tools", "examples.frameworks:make_tools", "--llm-url", "http://127.0.0.1:9/v1"]
+
+
+def _trials(store: str, run: str) -> list[tuple[str, str, str]]:
+    return [(t["verdict"], t["cause"], str(t["cause_detail"])) for t in Store(store).trials(run)]
+
+
+def test_a_failing_agent_command_is_an_agent_error_in_one_line(tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    code, _, err = replay(
+        "run", CASE, "--run", "bad", "--store", store, *TOOLS,
+        "--agent-cmd", "sh -c 'echo no key >&2; exit 3'",
+    )  # fmt: skip
+    assert code == 0, err
+    ((verdict, cause, detail),) = _trials(store, "bad")
+    assert (verdict, cause) == ("error", "agent")
+    assert "exited with code 3: no key" in detail and "\n" not in detail.strip("[]'\"")
+
+
+def test_a_program_past_its_deadline_is_stopped_with_its_children(tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    started = time.monotonic()
+    code, _, err = replay(
+        "run", CASE, "--run", "slow", "--store", store, *TOOLS, "-k", "2",
+        "--agent-cmd", "sh -c 'sleep 431; echo late'", "--trial-timeout", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    assert time.monotonic() - started < 30  # two trials, each cut at 1 s
+    trials = _trials(store, "slow")
+    assert [(v, c) for v, c, _ in trials] == [("error", "agent")] * 2
+    assert all("deadline of 1 s (--trial-timeout)" in d for _, _, d in trials)
+    left = subprocess.run(["pgrep", "-f", "sleep 431"], capture_output=True, text=True).stdout
+    assert not left.strip()  # the program's own child was stopped too
