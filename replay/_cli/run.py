@@ -137,6 +137,12 @@ _URLS = ("http://", "https://")
     help="Seconds an agent in a process of its own (--agent-cmd, or --isolation process) "
     "may run; past it, it is stopped and the trial is an error.",
 )
+@click.option(
+    "--trial-memory",
+    type=click.IntRange(min=1),
+    help="Megabytes an agent in a process of its own may hold (resident, its processes "
+    "together); past it, it is stopped and the trial is an error.",
+)
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
 @click.option(
     "--trials",
@@ -286,6 +292,7 @@ def run(
     agent_cmd: str | None,
     isolation: str,
     trial_timeout: float,
+    trial_memory: int | None,
     tools: str | None,
     trials: int,
     llm: str | None,
@@ -388,6 +395,7 @@ def run(
                 command=list(AgentCommand.parse(agent_cmd).argv) if agent_cmd else None,
                 isolation=isolation,  # type: ignore[arg-type]
                 timeout=trial_timeout,
+                memory_mb=trial_memory,
             ),
             llm=LlmSettings(
                 llm,  # type: ignore[arg-type]

@@ -19,6 +19,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,6 +53,9 @@ class AgentCommand:
     isolation: Literal["none", "process"] = "none"
     """``process``: inside walls (``replay.channels._isolation``: its own network,
     processes and a read-only filesystem); ``none``: a plain child of the harness."""
+    memory_mb: int | None = None
+    """Megabytes its processes may hold together (resident, checked every 0.1 s:
+    ``--trial-memory``); past it, they are stopped and the trial is an error."""
     writable: tuple[str, ...] = ()
     """Folders it may write inside the walls (besides its private ``/tmp``)."""
     extra: tuple[tuple[str, str], ...] = ()
@@ -97,6 +102,11 @@ class AgentCommand:
             )
         except OSError as exc:
             raise AgentCommandFailed(f"the agent command `{shown}` did not start: {exc}") from None
+        over: list[int] = []
+        if self.memory_mb is not None:
+            threading.Thread(
+                target=_watch, args=(process, self.memory_mb, over), daemon=True
+            ).start()
         try:
             out, err = process.communicate(instruction, timeout=self.timeout)
         except subprocess.TimeoutExpired:
@@ -107,6 +117,11 @@ class AgentCommand:
                 f"the agent command `{shown}` did not finish within its deadline of "
                 f"{self.timeout:g} s (--trial-timeout)"
             ) from None
+        if over:
+            raise AgentCommandFailed(
+                f"the agent command `{shown}` held {over[0]} MB, more than its "
+                f"{self.memory_mb} MB (--trial-memory), and was stopped"
+            )
         if process.returncode != 0:
             said = [line for line in err.splitlines() if line.strip()]
             last = f": {said[-1].strip()[:300]}" if said else ""
@@ -114,6 +129,43 @@ class AgentCommand:
                 f"the agent command `{shown}` exited with code {process.returncode}{last}"
             )
         return out.strip()
+
+
+def _watch(process: subprocess.Popen[str], limit_mb: int, over: list[int]) -> None:
+    """Stop ``process``'s session once its processes hold more than ``limit_mb`` together."""
+    while process.poll() is None:
+        held = _resident_mb(process.pid)
+        if held > limit_mb:
+            over.append(held)
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+            return
+        time.sleep(0.1)
+
+
+def _resident_mb(root: int) -> int:
+    """Megabytes resident in ``root`` and its descendants (walled ones too: their host ids)."""
+    parents: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as stat:
+                    parents[int(entry.name)] = int(stat.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # gone in between
+    tree, grown = {root}, True
+    while grown:
+        found = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= found
+        grown = bool(found)
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/statm", encoding="ascii") as statm:
+                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    return total // (1024 * 1024)
 
 
 class AgentFailed(ReplayError):
@@ -138,6 +190,7 @@ class ChildAgent:
     entry: str
     timeout: float = TIMEOUT_S
     isolation: Literal["none", "process"] = "process"
+    memory_mb: int | None = None
 
     def __call__(self, instruction: str, env: Environment) -> Any:
         """Run the agent in the child; return what it returned.
@@ -155,6 +208,7 @@ class ChildAgent:
                 (sys.executable, "-m", "replay.modes._child", self.entry),
                 self.timeout,
                 self.isolation,
+                self.memory_mb,
                 writable=(box,),
                 extra=(("REPLAY_ANSWER", answer),),
             )(instruction, env)

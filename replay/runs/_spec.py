@@ -49,6 +49,8 @@ class AgentSettings:
     the harness's process."""
     timeout: float = 600.0
     """Seconds an agent in a process of its own may run (``--trial-timeout``)."""
+    memory_mb: int | None = None
+    """Megabytes its processes may hold together (``--trial-memory``)."""
 
     def __post_init__(self) -> None:
         servers = {name: _server(given) for name, given in self.mcp_servers.items()}

@@ -172,9 +172,11 @@ def _agent(spec: RunSpec) -> Any:
     """The run's agent: its function, or its program (``--agent-cmd``)."""
     settings = spec.agent
     if settings.command:
-        return AgentCommand(tuple(settings.command), settings.timeout, settings.isolation)
+        return AgentCommand(
+            tuple(settings.command), settings.timeout, settings.isolation, settings.memory_mb
+        )
     if settings.entry and settings.isolation == "process":
-        return ChildAgent(settings.entry, settings.timeout)
+        return ChildAgent(settings.entry, settings.timeout, memory_mb=settings.memory_mb)
     return load_callable(spec.agent.entry) if spec.agent.entry else None
 
 

@@ -48,3 +48,20 @@ def test_a_program_past_its_deadline_is_stopped_with_its_children(tmp_path: Path
     assert all("deadline of 1 s (--trial-timeout)" in d for _, _, d in trials)
     left = subprocess.run(["pgrep", "-f", "sleep 431"], capture_output=True, text=True).stdout
     assert not left.strip()  # the program's own child was stopped too
+
+
+def test_a_program_over_its_memory_is_stopped_walled_in_or_not(tmp_path: Path) -> None:
+    from replay.channels._isolation import unavailable
+
+    store = str(tmp_path / "results.db")
+    hog = "python3 -c 'import time; x = b\"x\" * (400 * 2**20); time.sleep(60)'"
+    ways = ["none"] if unavailable() else ["none", "process"]
+    for way in ways:
+        code, _, err = replay(
+            "run", CASE, "--run", way, "--store", store, *TOOLS, "--agent-cmd", hog,
+            "--trial-memory", "100", "--isolation", way,
+        )  # fmt: skip
+        assert code == 0, err
+        ((verdict, cause, detail),) = _trials(store, way)
+        assert (verdict, cause) == ("error", "agent"), detail
+        assert "more than its 100 MB (--trial-memory)" in detail, detail
