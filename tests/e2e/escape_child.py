@@ -37,6 +37,16 @@ def attempts(given: dict) -> dict:  # type: ignore[type-arg]
         "HTTP through the LLM's host, another port",
         lambda: urllib.request.urlopen(f"http://127.0.0.1:{given['canary']}/", timeout=3),
     )
+    url = f"http://127.0.0.1:{given['canary']}/"
+    attempt("curl in a subprocess", lambda: _curl(url))
+    attempt("httpcore directly", lambda: _httpcore(url))
+    attempt("recorder.unrecorded()", lambda: _unrecorded(url))
+    attempt(
+        "a plain thread",
+        lambda: _in_thread(lambda: connect(socket.AF_INET, ("127.0.0.1", given["canary"]))),
+    )
+    attempt("UPDATE the results store", lambda: _update(given["store"]))
+    attempt("the World through gc", _world_in_memory)
     for name in ("store", "fixture"):
         attempt(f"write the {name}", lambda name=name: open(given[name], "ab").close())
     attempt("write a private temp file", lambda: open("/tmp/mine", "w").close())
@@ -52,6 +62,59 @@ def attempts(given: dict) -> dict:  # type: ignore[type-arg]
     found["secret in /proc/*/environ"] = "reached" if value in seen else "blocked"
     found["processes seen"] = str(len([p for p in os.listdir("/proc") if p.isdigit()]))
     return found
+
+
+def _curl(url):  # type: ignore[no-untyped-def]
+    import subprocess
+
+    if subprocess.run(["curl", "-s", "-m", "3", url], capture_output=True).returncode:
+        raise ConnectionError("curl failed")
+
+
+def _httpcore(url):  # type: ignore[no-untyped-def]
+    import httpcore
+
+    with httpcore.ConnectionPool() as pool:
+        pool.request("GET", url, extensions={"timeout": {"connect": 3}})
+
+
+def _unrecorded(url):  # type: ignore[no-untyped-def]
+    import recorder
+
+    with recorder.unrecorded():
+        urllib.request.urlopen(url, timeout=3)
+
+
+def _in_thread(action):  # type: ignore[no-untyped-def]
+    import threading
+
+    failed = []
+
+    def run():  # type: ignore[no-untyped-def]
+        try:
+            action()
+        except Exception as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _update(store):  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    with sqlite3.connect(store) as conn:
+        conn.execute("CREATE TABLE planted (verdict TEXT)")
+
+
+def _world_in_memory():  # type: ignore[no-untyped-def]
+    import gc
+
+    if not any(type(o).__name__ == "World" for o in gc.get_objects()):
+        raise LookupError("no World in this process")
 
 
 def escape(instruction: str, env) -> str:  # type: ignore[no-untyped-def]

@@ -26,6 +26,7 @@ from replay import AgentCommand, load_case, sandbox
 from replay.channels._isolation import unavailable
 from replay.modes import NO_LLM_URL
 from replay.modes._command import ChildAgent
+from tests.e2e.escape_child import escape
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None, reason=f"isolation is unavailable here: {unavailable()}"
@@ -59,7 +60,11 @@ class Canary:
 
 
 def _escape(
-    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch, python: bool = False
+    tmp_path: Path,
+    isolation: str,
+    monkeypatch: pytest.MonkeyPatch,
+    python: bool = False,
+    in_process: bool = False,
 ) -> tuple[Any, ...]:
     monkeypatch.setenv(SECRET, VALUE)
     (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
@@ -72,11 +77,9 @@ def _escape(
         "fixture": str(tmp_path / "w.sql"), "secret": SECRET, "value": VALUE[::-1],
     }  # fmt: skip
     try:
-        agent: Any = (
-            ChildAgent("tests.e2e.escape_child:escape")
-            if python
-            else AgentCommand(tuple(CHILD), isolation=isolation)  # type: ignore[arg-type]
-        )
+        agent: Any = AgentCommand(tuple(CHILD), isolation=isolation)  # type: ignore[arg-type]
+        if python:
+            agent = escape if in_process else ChildAgent("tests.e2e.escape_child:escape")
         trial = sandbox(
             load_case(tmp_path / "case.yaml"), agent, lambda conn: [], tmp_path / "t.cassette",
             llm_base_url=NO_LLM_URL, settings=settings,
@@ -96,12 +99,25 @@ def test_walled_in_every_way_out_is_blocked(
     blocked = [
         "canary over 127.0.0.1", "canary over ::1", "another host", "DNS",
         "HTTP through the LLM's host, another port", "write the store", "write the fixture",
-        "secret in the environment", "secret in /proc/*/environ",
+        "secret in the environment", "secret in /proc/*/environ", "curl in a subprocess",
+        "httpcore directly", "a plain thread", "UPDATE the results store",
+        "the World through gc",
     ]  # fmt: skip
+    if python:
+        blocked.append("recorder.unrecorded()")
     assert {k: found[k].split(":")[0] for k in blocked} == dict.fromkeys(blocked, "blocked")
     assert found["write a private temp file"] == "reached"
     assert int(found["processes seen"]) <= 4  # its own: not the harness's
     assert reached == 0
+
+
+def test_an_agent_in_the_harness_s_process_reaches_what_the_walls_keep_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same Python agent unwalled (``--isolation none``): the vectors the walls close."""
+    found, _ = _escape(tmp_path, "none", monkeypatch, python=True, in_process=True)
+    for vector in ("the World through gc", "UPDATE the results store", "write the fixture"):
+        assert found[vector] == "reached", vector
 
 
 def test_a_plain_child_reaches_what_the_walls_keep_out(
