@@ -81,7 +81,10 @@ class AgentCommand:
 
         Raises:
             AgentCommandFailed: It could not start, exited non-zero, or ran too long.
+            ConfigError: The case has a simulated user (not available to a program).
         """
+        if env.user is not None:
+            raise ConfigError("a simulated user is not available to an agent in its own process")
         inherited = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         variables = env.variables() | dict(self.extra)
         walled = self.isolation == "process"
@@ -200,8 +203,6 @@ class ChildAgent:
             AgentCommandFailed: The child itself failed (could not start, ran too long).
             ConfigError: The case has a simulated user (not available in a child).
         """
-        if env.user is not None:
-            raise ConfigError("a simulated user is not available to an agent in its own process")
         with tempfile.TemporaryDirectory(prefix="replay-answer-") as box:
             answer = os.path.join(box, "answer.json")
             AgentCommand(
