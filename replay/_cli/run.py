@@ -125,9 +125,10 @@ _URLS = ("http://", "https://")
     type=click.Choice(["none", "process"]),
     default="none",
     show_default=True,
-    help="Where an --agent-cmd program runs: process, inside walls (bubblewrap: its own "
-    "network with only the trial's endpoints, its own processes, a read-only filesystem); "
-    "none, as a plain child.",
+    help="Where the agent runs: process, in a process of its own inside walls (bubblewrap: "
+    "its own network with only the trial's endpoints, its own processes, a read-only "
+    "filesystem), for --agent and --agent-cmd alike; none, a program as a plain child and a "
+    "Python agent in this process.",
 )
 @click.option(
     "--trial-timeout",

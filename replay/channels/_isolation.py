@@ -11,8 +11,11 @@ network, PID, IPC and mount namespaces:
   or port (no route, no DNS). The relays of ``*_COMMAND`` hand their stdio
   over Unix sockets bound in too.
 - **files**: the whole filesystem read-only (the store, the fixtures, the
-  harness's code), a private ``/tmp``, a fresh ``/proc`` that shows its own
-  processes only (none of the harness's memory or environment).
+  harness's code), with no capability left to remount it; ``/tmp``,
+  ``/var/tmp``, ``/run``, ``/dev/shm`` and the home folder private and empty
+  (other trials' files and sockets, services' sockets, the user's dotfiles),
+  but for what the program needs from them; a fresh ``/proc`` that shows its
+  own processes only (none of the harness's memory or environment).
 - **environment**: built by the caller from an allow-list, never copied.
 
 Where bubblewrap or user namespaces are missing, asking for it is a
@@ -40,6 +43,11 @@ from recorder import ConfigError
 from ._forward import splice
 
 FORWARD = str(Path(__file__).with_name("_forward.py"))
+ENDPOINTS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "REPLAY_MCP_")
+"""The variables that hold the trial's endpoints (the ports bridged, the sockets bound)."""
+HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", os.path.expanduser("~"))
+"""Where other trials, services and the user keep their files and sockets: empty inside
+(a private tmpfs each), but for what the program needs (``_shown``)."""
 _PORTS = re.compile(r"https?://127\.0\.0\.1:(\d+)")
 _SOCKETS = re.compile(r"unix:([^\"\s,\]]+)")
 
@@ -79,7 +87,8 @@ class Walls:
     """
 
     def __init__(self, variables: Mapping[str, str], writable: Sequence[str] = ()) -> None:
-        text = " ".join(variables.values())
+        # The endpoints' variables alone: a --set value naming a port is no endpoint.
+        text = " ".join(v for k, v in variables.items() if k.startswith(ENDPOINTS))
         self._ports = sorted({int(p) for p in _PORTS.findall(text)})
         self._binds = sorted({os.path.dirname(p) for p in _SOCKETS.findall(text)} | set(writable))
         self._dir = ""
@@ -103,26 +112,50 @@ class Walls:
     def argv(self, program: Sequence[str]) -> list[str]:
         """``program`` inside the walls (its working directory: this one, read-only)."""
         binds = [arg for path in (self._dir, *self._binds) for arg in ("--bind", path, path)]
-        shown = [arg for path in _under_tmp(program) for arg in ("--ro-bind", path, path)]
+        hidden = [arg for path in _hidden() for arg in ("--tmpfs", path)]
+        shown = _shown(program)
+        here = os.getcwd() if os.getcwd() in shown or not _under(os.getcwd(), _hidden()) else "/"
         forwards = [f"{b.port}={b.path}" for b in self._bridges]
         return [
-            "bwrap", "--die-with-parent", "--new-session", "--unshare-all",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            *shown, *binds, "--chdir", os.getcwd(),
+            "bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *hidden,
+            *(arg for path in shown for arg in ("--ro-bind", path, path)), *binds,
+            "--setenv", "TMPDIR", "/tmp", "--chdir", here,
             "--", sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program,
         ]  # fmt: skip
 
 
-def _under_tmp(program: Sequence[str]) -> list[str]:
-    """What the program needs from under ``/tmp``, which the walls hide, shown read-only.
+def _hidden() -> list[str]:
+    """The hidden roots that exist here (real folders, not links to one another)."""
+    real = {os.path.realpath(p) for p in HIDDEN if os.path.isdir(p)}
+    return sorted(p for p in real if p != "/")
 
-    The working directory, the interpreter and the harness's code (the forwarder runs
-    there), and every path the command line names; nothing else of ``/tmp``.
+
+def _under(path: str, roots: Sequence[str]) -> bool:
+    return any(Path(path).is_relative_to(root) for root in roots)
+
+
+def _shown(program: Sequence[str]) -> list[str]:
+    """What the program needs from the hidden roots, shown read-only.
+
+    The working directory, the interpreters and the harness's code (the forwarder runs
+    there), the program's folder and every path the command line names; never a hidden
+    root itself or a folder holding one (``/tmp`` as the working directory would show
+    every trial's files: the program then runs in ``/``). A program that needs more of
+    the home folder (a version manager's shims) is named by its real path instead.
     """
-    needed = {os.getcwd(), sys.prefix, sys.exec_prefix, str(Path(__file__).parents[2])}
+    roots = _hidden()
+    needed = {os.getcwd(), str(Path(__file__).parents[2])}
+    needed |= {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
     needed |= {arg for arg in program if os.path.exists(arg)}
-    tmp = Path("/tmp").resolve()
-    inside = {str(Path(p).resolve()) for p in needed if Path(p).resolve().is_relative_to(tmp)}
+    found = shutil.which(program[0]) if program else None
+    if found:  # the program itself, wherever PATH found it (a link's target too)
+        needed |= {os.path.dirname(found), os.path.dirname(os.path.realpath(found))}
+    inside = {
+        real
+        for real in (os.path.realpath(p) for p in needed)
+        if _under(real, roots) and not any(Path(root).is_relative_to(real) for root in roots)
+    }
     # A path already shown with one of its parents needs no bind of its own.
     return sorted(
         p for p in inside if not any(p != q and Path(p).is_relative_to(q) for q in inside)

@@ -38,6 +38,8 @@ HOP_BY_HOP = frozenset(
     }
 )
 """Headers that belong to one connection, not to the exchange (RFC 9110, 7.6.1)."""
+OURS = frozenset({"content-encoding", "date", "server"})
+"""The answer is sent decoded, and the proxy names itself and the date already."""
 TIMEOUT_S = 600.0
 """Seconds the LLM may take to answer a request (between two chunks, for a stream)."""
 
@@ -111,7 +113,21 @@ class _Forward(http.server.BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._forward()
 
+    def do_HEAD(self) -> None:
+        self._forward()
+
+    def do_PUT(self) -> None:
+        self._forward()
+
+    def do_PATCH(self) -> None:
+        self._forward()
+
     def _forward(self) -> None:
+        if not self.path.startswith("/") or self.path.startswith("//"):
+            # ("GET @host:port/..." would make origin + path another authority)
+            return self._refused(ValueError(f"not a path on the LLM's host: {self.path[:80]!r}"))
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._refused(ValueError("a chunked request body (send Content-Length)"))
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -128,9 +144,16 @@ class _Forward(http.server.BaseHTTPRequestHandler):
             ):
                 self._begun = True
                 self.send_response(answer.status_code)
+                named = {t.strip().lower() for t in answer.headers.get("connection", "").split(",")}
                 for key, value in answer.headers.multi_items():
-                    if key.lower() not in HOP_BY_HOP and key.lower() != "content-encoding":
+                    if key.lower() not in HOP_BY_HOP | OURS | named:
                         self.send_header(key, value)
+                status = answer.status_code
+                if self.command == "HEAD" or status in (204, 304) or status < 200:
+                    if status != 204:
+                        self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 for chunk in answer.iter_bytes():  # decoded: the recorder sees the same

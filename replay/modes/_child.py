@@ -20,12 +20,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import keyword
 import os
 import sys
 import traceback
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
+
+from ._environment import Environment
+from ._plan import load_callable
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -58,8 +62,6 @@ def _rpc(url: str, method: str, params: Mapping[str, Any]) -> Any:
 
 def environment(variables: Mapping[str, str]) -> Any:
     """The agent's ``Environment``, from the trial's variables."""
-    from replay import Environment
-
     url = variables["REPLAY_MCP_URL"]
     listed = _rpc(url, "tools/list", {}).get("tools", [])
     specs = [
@@ -111,6 +113,9 @@ def _function(listed: Mapping[str, Any], call_tool: Any) -> Any:
     """A listed tool as a plain function with a signature from its schema, for a framework."""
     schema = listed.get("inputSchema") or {}
     required = set(schema.get("required") or [])
+    properties = schema.get("properties") or {}
+    if not all(str(name).isidentifier() for name in properties):  # ("from", "max-results")
+        properties = {}  # a **arguments signature: the framework passes what the model gave
     parameters = [
         inspect.Parameter(
             name,
@@ -118,15 +123,22 @@ def _function(listed: Mapping[str, Any], call_tool: Any) -> Any:
             default=inspect.Parameter.empty if name in required else None,
             annotation=_TYPES.get(str(spec.get("type")), Any),
         )
-        for name, spec in (schema.get("properties") or {}).items()
+        for name, spec in properties.items()
+        if not keyword.iskeyword(name)
     ]
+    if len(parameters) < len(properties):
+        parameters = []
     parameters.sort(key=lambda p: p.default is not inspect.Parameter.empty)
 
     def call(**arguments: Any) -> Any:
         return call_tool(listed["name"], arguments)
 
+    if not parameters and (schema.get("properties") or {}):
+        parameters = [inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)]
     call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    call.__annotations__ = {p.name: p.annotation for p in parameters}
+    call.__annotations__ = {
+        p.name: p.annotation for p in parameters if p.annotation is not inspect.Parameter.empty
+    }
     call.__name__ = call.__qualname__ = str(listed["name"])
     call.__doc__ = listed.get("description") or ""
     return call
@@ -134,8 +146,6 @@ def _function(listed: Mapping[str, Any], call_tool: Any) -> Any:
 
 def main(argv: list[str]) -> int:
     """Run the agent ``argv[0]`` on stdin's instruction; its outcome to ``REPLAY_ANSWER``."""
-    from replay.modes import load_callable
-
     outcome: dict[str, Any]
     try:
         agent = load_callable(argv[0])

@@ -100,7 +100,6 @@ class AgentCommand:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=environ,
-                text=True,
                 start_new_session=True,  # its children are stopped with it
             )
         except OSError as exc:
@@ -110,28 +109,74 @@ class AgentCommand:
             threading.Thread(
                 target=_watch, args=(process, self.memory_mb, over), daemon=True
             ).start()
+        out, err = _Drained(process.stdout), _Drained(process.stderr)
+        threading.Thread(  # (in a thread: a program may never read its instruction)
+            target=_give, args=(process.stdin, instruction.encode()), daemon=True
+        ).start()
         try:
-            out, err = process.communicate(instruction, timeout=self.timeout)
+            process.wait(timeout=self.timeout)
+            late = False
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            late = True
+        # What it left behind in its group (a background child holding stdout) goes with it;
+        # a child that left the group (setsid) is only contained by walls.
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        answer, said = out.text(), err.text()
+        if late:
             raise AgentCommandFailed(
                 f"the agent command `{shown}` did not finish within its deadline of "
                 f"{self.timeout:g} s (--trial-timeout)"
-            ) from None
+            )
         if over:
             raise AgentCommandFailed(
                 f"the agent command `{shown}` held {over[0]} MB, more than its "
                 f"{self.memory_mb} MB (--trial-memory), and was stopped"
             )
         if process.returncode != 0:
-            said = [line for line in err.splitlines() if line.strip()]
-            last = f": {said[-1].strip()[:300]}" if said else ""
+            lines = [line for line in said.splitlines() if line.strip()]
+            last = f": {lines[-1].strip()[:300]}" if lines else ""
             raise AgentCommandFailed(
                 f"the agent command `{shown}` exited with code {process.returncode}{last}"
             )
-        return out.strip()
+        return answer.strip()
+
+
+OUTPUT_CAP = 10 * 2**20
+"""Bytes of a program's stdout (its answer) and stderr kept; the rest is read and dropped."""
+
+
+def _give(stream: Any, data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        stream.write(data)
+        stream.close()
+
+
+class _Drained:
+    """A program's output read to its end in a thread, the first ``OUTPUT_CAP`` bytes kept."""
+
+    def __init__(self, stream: Any) -> None:
+        self._kept = bytearray()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while data := stream.read1(65536):
+                if len(self._kept) < OUTPUT_CAP:
+                    self._kept += data[: OUTPUT_CAP - len(self._kept)]
+        with contextlib.suppress(OSError):
+            stream.close()
+
+    def text(self) -> str:
+        """What was kept, decoded (undecodable bytes replaced).
+
+        Once the stream has ended, or 2 s after its program did (a detached child may
+        hold it open).
+        """
+        self._thread.join(timeout=2)
+        return bytes(self._kept).decode("utf-8", "replace")
 
 
 def _watch(process: subprocess.Popen[str], limit_mb: int, over: list[int]) -> None:

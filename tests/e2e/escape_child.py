@@ -47,6 +47,9 @@ def attempts(given: dict) -> dict:  # type: ignore[type-arg]
     )
     attempt("UPDATE the results store", lambda: _update(given["store"]))
     attempt("the World through gc", _world_in_memory)
+    attempt("read another trial's file in /tmp", lambda: open(given["planted"]).close())
+    attempt("a Unix socket of the host's", lambda: _unix(given["socket"]))
+    attempt("remount / writable", _remount)
     for name in ("store", "fixture"):
         attempt(f"write the {name}", lambda name=name: open(given[name], "ab").close())
     attempt("write a private temp file", lambda: open("/tmp/mine", "w").close())
@@ -115,6 +118,21 @@ def _world_in_memory():  # type: ignore[no-untyped-def]
 
     if not any(type(o).__name__ == "World" for o in gc.get_objects()):
         raise LookupError("no World in this process")
+
+
+def _unix(path):  # type: ignore[no-untyped-def]
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(3)
+        conn.connect(path)
+
+
+def _remount():  # type: ignore[no-untyped-def]
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_remount, ms_bind = 32, 4096
+    if libc.mount(None, b"/", None, ms_remount | ms_bind, None) != 0:
+        raise PermissionError(ctypes.get_errno(), "mount failed")
 
 
 def escape(instruction: str, env) -> str:  # type: ignore[no-untyped-def]

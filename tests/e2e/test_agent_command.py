@@ -8,6 +8,7 @@ its children are stopped, and the run goes on to its other trials.
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def test_a_program_over_its_memory_is_stopped_walled_in_or_not(tmp_path: Path) -
     from replay.channels._isolation import unavailable
 
     store = str(tmp_path / "results.db")
-    hog = "python3 -c 'import time; x = b\"x\" * (400 * 2**20); time.sleep(60)'"
+    hog = f"{sys.executable} -c 'import time; x = b\"x\" * (400 * 2**20); time.sleep(60)'"
     ways = ["none"] if unavailable() else ["none", "process"]
     for way in ways:
         code, _, err = replay(
@@ -65,3 +66,19 @@ def test_a_program_over_its_memory_is_stopped_walled_in_or_not(tmp_path: Path) -
         ((verdict, cause, detail),) = _trials(store, way)
         assert (verdict, cause) == ("error", "agent"), detail
         assert "more than its 100 MB (--trial-memory)" in detail, detail
+
+
+def test_a_background_child_holding_stdout_does_not_hold_the_trial(tmp_path: Path) -> None:
+    """``sh -c 'sleep 432 & echo done'``: the answer is the program's; its child goes with it."""
+    store = str(tmp_path / "results.db")
+    started = time.monotonic()
+    code, _, err = replay(
+        "run", CASE, "--run", "bg", "--store", store, *TOOLS,
+        "--agent-cmd", "sh -c 'sleep 432 & printf \"caf\\351 reserved\"'",
+    )  # fmt: skip
+    assert code == 0, err
+    assert time.monotonic() - started < 20
+    (trial,) = Store(store).trials("bg")
+    assert trial["cause"] is None, trial["cause_detail"]  # graded, not an error of the agent
+    left = subprocess.run(["pgrep", "-f", "sleep 432"], capture_output=True, text=True).stdout
+    assert not left.strip()

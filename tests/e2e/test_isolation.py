@@ -14,8 +14,11 @@ tools through the walls, and are replayed offline.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -72,9 +75,15 @@ def _escape(
     store = tmp_path / "results.db"
     store.write_bytes(b"")
     canary, canary6 = Canary(socket.AF_INET, "127.0.0.1"), Canary(socket.AF_INET6, "::1")
+    (tmp_path / "planted.txt").write_text("another trial's")
+    host = tempfile.mkdtemp(dir="/var/tmp" if Path("/var/tmp").is_dir() else None)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(os.path.join(host, "s"))
+    listener.listen(1)
     settings = {
         "canary": canary.port, "canary6": canary6.port, "store": str(store),
         "fixture": str(tmp_path / "w.sql"), "secret": SECRET, "value": VALUE[::-1],
+        "planted": str(tmp_path / "planted.txt"), "socket": os.path.join(host, "s"),
     }  # fmt: skip
     try:
         agent: Any = AgentCommand(tuple(CHILD), isolation=isolation)  # type: ignore[arg-type]
@@ -87,6 +96,8 @@ def _escape(
     finally:
         canary.close()
         canary6.close()
+        listener.close()
+        shutil.rmtree(host, ignore_errors=True)
     assert trial.trial.answer, trial.outcome.evidence
     return json.loads(trial.trial.answer), canary.reached + canary6.reached
 
@@ -95,13 +106,16 @@ def _escape(
 def test_walled_in_every_way_out_is_blocked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, python: bool
 ) -> None:
+    if not python:
+        monkeypatch.chdir("/tmp")  # the working directory is no way into /tmp either
     found, reached = _escape(tmp_path, "process", monkeypatch, python)
     blocked = [
         "canary over 127.0.0.1", "canary over ::1", "another host", "DNS",
         "HTTP through the LLM's host, another port", "write the store", "write the fixture",
         "secret in the environment", "secret in /proc/*/environ", "curl in a subprocess",
         "httpcore directly", "a plain thread", "UPDATE the results store",
-        "the World through gc",
+        "the World through gc", "read another trial's file in /tmp",
+        "a Unix socket of the host's", "remount / writable",
     ]  # fmt: skip
     if python:
         blocked.append("recorder.unrecorded()")

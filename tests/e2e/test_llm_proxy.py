@@ -40,3 +40,28 @@ def test_a_program_s_streamed_llm_exchange_is_recorded_and_replayed_frozen(
     again = offline(case, agent, lambda conn: [], recorded, tmp_path / "o.cassette")
     assert again.outcome.verdict.value == "pass", again.outcome.evidence  # no LLM is running
     assert again.trial.answer == live.trial.answer
+
+
+def test_the_proxy_sends_on_to_the_llm_s_host_alone() -> None:
+    """A request line that is not a path (``GET @host:port/``) would name another authority."""
+    import socket
+
+    from replay.channels._llm_proxy import LlmProxy
+
+    with socket.socket() as canary:
+        canary.bind(("127.0.0.1", 0))
+        canary.listen(1)
+        canary.settimeout(0.5)
+        proxy = LlmProxy("http://127.0.0.1:9/v1")
+        port = int(proxy.url.split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as conn:
+            target = f"@127.0.0.1:{canary.getsockname()[1]}/"
+            conn.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert conn.recv(4096).startswith(b"HTTP/1.1 502")
+        try:
+            canary.accept()
+            reached = True
+        except OSError:
+            reached = False
+        proxy.close()
+    assert not reached
