@@ -75,7 +75,7 @@ class Endpoint:
         """``http://127.0.0.1:PORT/mcp``: streamable HTTP."""
         with self._lock:
             if "http" not in self._servers:
-                self._serve("http", _TcpServer(("127.0.0.1", 0), _HttpHandler))
+                self._serve("http", LoopbackServer(("127.0.0.1", 0), _HttpHandler))
             address: Any = self._servers["http"].server_address
             return f"http://127.0.0.1:{address[1]}/mcp"
 
@@ -135,7 +135,9 @@ def stop_serving(server: socketserver.BaseServer) -> None:
     threading.Thread(target=stop, name="replay-stop", daemon=True).start()
 
 
-class _TcpServer(socketserver.ThreadingTCPServer):
+class LoopbackServer(socketserver.ThreadingTCPServer):
+    """A threaded TCP server for the trial's endpoints on 127.0.0.1 (the LLM proxy's too)."""
+
     daemon_threads = True
     allow_reuse_address = True
     endpoint: Endpoint
@@ -274,7 +276,7 @@ class _Lines:
 class _HttpHandler(http.server.BaseHTTPRequestHandler):
     """Streamable HTTP, stateless: no session id, no server-initiated stream."""
 
-    server: _TcpServer
+    server: LoopbackServer
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import contextvars
 import http.server
-import socket
-import socketserver
 import threading
 from typing import Any
 from urllib.parse import urlsplit
 
 from recorder import Recording
 
-from ._jsonrpc import stop_serving
+from ._jsonrpc import LoopbackServer, stop_serving
 
 HOP_BY_HOP = frozenset(
     {
@@ -87,14 +85,9 @@ class LlmProxy:
             stop_serving(server)
 
 
-class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
+class _Server(LoopbackServer):
     origin: str
     context: contextvars.Context
-
-    def server_bind(self) -> None:
-        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().server_bind()
 
 
 class _Forward(http.server.BaseHTTPRequestHandler):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -362,8 +363,6 @@ class LiveServer:
     def _world_file(self) -> str:
         self._dir = tempfile.TemporaryDirectory(prefix="replay-mcp-")
         path = str(Path(self._dir.name) / "world.db")
-        import sqlite3
-
         copy = sqlite3.connect(path)
         try:
             self.world.conn.backup(copy)

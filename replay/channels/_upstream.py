@@ -33,7 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder import ReplayError, RowChange, WorldDelta
+from recorder import ReplayError, RowChange, WorldDelta, net_delta
+
+from ..worlds._world import _primary_keys
 
 Message = dict[str, Any]
 Notify = Callable[[Message], None]
@@ -415,53 +417,41 @@ class FileChanges:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
 
-_Tables = dict[str, tuple[list[str], dict[Any, dict[str, Any]]]]
+_Tables = dict[str, dict[Any, dict[str, Any]]]
 
 
 def _tables(conn: sqlite3.Connection) -> _Tables:
-    """Every table of ``conn``: its key columns and its rows by key."""
+    """Every table of ``conn``: its rows by key (its primary key, else its rowid)."""
     out = {}
-    names = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-    ).fetchall()
-    for (table,) in names:
-        quoted = table.replace('"', '""')
-        info = conn.execute(f'PRAGMA table_info("{quoted}")').fetchall()
-        pk = [row[1] for row in sorted(info, key=lambda r: r[5]) if row[5]] or ["rowid"]
-        cols = [row[1] for row in info]
+    for table, pk in _primary_keys(conn).items():
+        cols = [row[1] for row in conn.execute(f"PRAGMA table_info({_quote(table)})")]
         keys = ", ".join("rowid" if c == "rowid" else _quote(c) for c in pk)
         select = ", ".join(_quote(c) for c in cols)
         rows = {}
-        for values in conn.execute(f'SELECT {keys}, {select} FROM "{quoted}"'):
+        for values in conn.execute(f"SELECT {keys}, {select} FROM {_quote(table)}"):
             rows[tuple(values[: len(pk)])] = dict(zip(cols, values[len(pk) :], strict=True))
-        out[table] = (pk, rows)
+        out[table] = rows
     return out
 
 
-def _quote(column: str) -> str:
-    return '"' + column.replace('"', '""') + '"'
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _delta(before: _Tables, after: _Tables) -> WorldDelta:
-    """The rows that changed between two ``_tables`` readings, as a recorded delta."""
-    delta: WorldDelta = {}
-    for table, (pk, rows) in after.items():
-        old = before.get(table, (pk, {}))[1]
-        changes = []
-        for key, row in rows.items():
-            was = old.get(key)
-            if was is None:
-                changes.append(RowChange(key=list(key), after=row))
-            elif was != row:
-                changed = [c for c in row if row[c] != was.get(c)]
-                changes.append(
-                    RowChange(
-                        key=list(key),
-                        before={c: was.get(c) for c in changed},
-                        after={c: row[c] for c in changed},
-                    )
-                )
-        changes += [RowChange(key=list(k), before=v) for k, v in old.items() if k not in rows]
-        if changes:
-            delta[table] = changes
-    return delta
+    """The rows that changed between two ``_tables`` readings, as a recorded delta.
+
+    Whole rows in, and ``net_delta`` keeps of an update the fields that changed, as it
+    does for every recorded delta (a dropped table's rows are deletes).
+    """
+    changed: WorldDelta = {}
+    for table in [*after, *(t for t in before if t not in after)]:
+        old, new = before.get(table, {}), after.get(table, {})
+        rows = [
+            RowChange(key=list(key), before=old.get(key), after=new.get(key))
+            for key in [*new, *(k for k in old if k not in new)]
+            if old.get(key) != new.get(key)
+        ]
+        if rows:
+            changed[table] = rows
+    return net_delta([changed])
