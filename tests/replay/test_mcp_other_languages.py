@@ -80,3 +80,12 @@ def test_a_node_agent_reaches_a_third_party_server_through_the_proxy(tmp_path: P
     )  # fmt: skip
     assert trial.outcome.verdict.value == "pass", trial.outcome.evidence
     assert trial.trial.answer == "note: noted from node"
+
+    nowhere = {"test": McpServer(command=[str(tmp_path / "no-such-server")])}
+    again = offline(
+        case, in_node, no_tools, read_cassette(tmp_path / "t.cassette"), tmp_path / "o",
+        mcp_servers=nowhere, settings={"variable": "REPLAY_MCP_TEST_URL"},
+    )  # fmt: skip
+    assert again.outcome.verdict.value == "pass", again.outcome.evidence
+    assert again.trial.answer == trial.trial.answer
+    assert again.trial.diff == trial.trial.diff
