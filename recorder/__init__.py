@@ -49,6 +49,7 @@ from ._schema import (
     ToolEvent,
     Usage,
     UserEvent,
+    ViolationEvent,
     WarningEvent,
     WorldDelta,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "Usage",
     "UserEvent",
     "UserTurn",
+    "ViolationEvent",
     "WarningEvent",
     "WorldDelta",
     "__version__",

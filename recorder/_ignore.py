@@ -47,6 +47,11 @@ class IgnoredHosts:
                 host, port = head, int(tail)  # not the colons of a bare IPv6 address
             self._by_host.setdefault(host.strip("[]"), []).append((port, slash + path, entry))
 
+    @property
+    def hosts(self) -> frozenset[str]:
+        """The hosts named (any port, any path)."""
+        return frozenset(self._by_host)
+
     def match(self, url: str) -> str | None:
         """Return the entry ``url`` falls under, or None (``host`` matches any port)."""
         if not self._by_host:

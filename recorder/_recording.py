@@ -37,6 +37,7 @@ from ._schema import (
     RedactionSpec,
     ToolEvent,
     UserEvent,
+    ViolationEvent,
     WarningEvent,
     WorldDelta,
 )
@@ -234,6 +235,10 @@ class Recording:
         """Record that something could not be captured faithfully."""
         self._append(WarningEvent(t=self.now(), message=message, delta=delta or None))
 
+    def violation(self, action: str, target: str, via: str) -> None:
+        """Record that the sandboxed agent tried to reach ``target`` and was refused."""
+        self._append(ViolationEvent(t=self.now(), action=action, target=target, via=via))
+
     def user_turn(self, event: UserEvent) -> None:
         """Record one turn of the user channel (see ``replay``'s simulated user)."""
         self._append(event)
@@ -311,9 +316,9 @@ class Recording:
             return
         host = urlsplit(url).hostname or ""
         if host not in self.allowed_hosts:
-            raise SandboxViolation(
-                url=self.redaction.redact_url(url, self._secrets), allowed=self.allowed_hosts
-            )
+            shown = self.redaction.redact_url(url, self._secrets)
+            self.violation("http", shown, "http")
+            raise SandboxViolation(url=shown, allowed=self.allowed_hosts)
 
     def now(self) -> float:
         """Seconds since recording started."""

@@ -16,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 # fields, so even a new optional field makes older readers refuse a newer
 # file (with a clear message) rather than misread it. Keep reading old
 # versions by listing them in READABLE_VERSIONS.
-FORMAT_VERSION = 3
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3)
+FORMAT_VERSION = 4
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
 # 2: user turns (UserEvent) and Usage.user_turns; a version-1 file is a version-2 file without them.
 # 3: ignored hosts (Header.ignore_hosts, Usage.ignored) and Usage.llm_calls_without_usage; an
 #    older file ignored no host and counted every call's usage (missing counted as 0).
+# 4: sandbox violations (ViolationEvent); an older file recorded none as such (an in-process
+#    sandbox's refused request is an HttpEvent with a SandboxViolation error in every version).
 
 Json = Any
 """Any value JSON can hold (dicts, lists, strings, numbers, booleans, null)."""
@@ -203,6 +205,21 @@ class WarningEvent(_Record):
     """World changes made outside any tool call, when that is what the warning is about."""
 
 
+class ViolationEvent(_Record):
+    """A sandboxed agent tried to reach what it may not, and was refused."""
+
+    kind: Literal["violation"] = "violation"
+    t: float
+    action: str
+    """``connect``, ``send`` (a datagram with an address), ``ptrace`` (a reach into
+    another process) or ``http`` (an in-process request to a host not allowed)."""
+    target: str
+    """What it aimed at: ``host:port``, ``[v6]:port``, ``unix:/path``, ``pid N``, a URL."""
+    via: str
+    """What saw and refused it: ``walls`` (the process's seccomp supervisor) or
+    ``http`` (the in-process sandbox's HTTP check)."""
+
+
 class UserEvent(_Record):
     """One turn of the (simulated) user: what the agent said, and what the user answered."""
 
@@ -264,10 +281,18 @@ class Footer(_Record):
 
 
 Event = Annotated[
-    HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent, Field(discriminator="kind")
+    HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent | ViolationEvent,
+    Field(discriminator="kind"),
 ]
 Record = Annotated[
-    Header | HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent | Footer,
+    Header
+    | HttpEvent
+    | ToolEvent
+    | UserEvent
+    | ErrorEvent
+    | WarningEvent
+    | ViolationEvent
+    | Footer,
     Field(discriminator="kind"),
 ]
 RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)

@@ -60,6 +60,7 @@ RECORDER = [
     "Usage",
     "UserEvent",
     "UserTurn",
+    "ViolationEvent",
     "WarningEvent",
     "WorldDelta",
     "__version__",

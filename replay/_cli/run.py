@@ -26,6 +26,7 @@ from replay import (
 )
 
 from ..channels._faults import parse_faults
+from ..channels._isolation import allowed_host
 from ..modes import REGISTRY
 from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
 from ..results._store import DEFAULT_PATH
@@ -205,6 +206,14 @@ _URLS = ("http://", "https://")
     help="Let the sandboxed agent see this secret-like environment variable (repeatable).",
 )
 @click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="HOST[:PORT]",
+    help="Let the sandboxed agent reach this host (port 443 unless given; repeatable): "
+    "anything else it tries is refused and fails the trial as a sandbox violation.",
+)
+@click.option(
     "--mcp-server",
     "mcp_servers",
     multiple=True,
@@ -305,6 +314,7 @@ def run(
     store: Path,
     resume: bool,
     allow_env: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
     mcp_servers: tuple[str, ...],
     mcp_envs: tuple[str, ...],
     ignore_hosts: tuple[str, ...],
@@ -397,6 +407,7 @@ def run(
                 isolation=isolation,  # type: ignore[arg-type]
                 timeout=trial_timeout,
                 memory_mb=trial_memory,
+                allow_hosts=[":".join(map(str, allowed_host(h))) for h in allow_hosts],
             ),
             llm=LlmSettings(
                 llm,  # type: ignore[arg-type]

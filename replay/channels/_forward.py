@@ -6,12 +6,15 @@ there), standard library alone: for each ``PORT=SOCKET`` it listens on
 (bound into the sandbox; the harness's bridge on the other side reaches the
 endpoint at the same port on its own loopback), so the addresses in the
 agent's environment work unchanged and nothing else is reachable. Then it
-runs ``PROGRAM`` with its stdio and exits with its code.
+runs ``PROGRAM`` with its stdio and exits with its code; with ``--control
+SOCKET``, under the seccomp filter that shows the harness every attempt to
+reach anything else (``_seccomp``, ``watched``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import socket
 import sys
@@ -62,25 +65,147 @@ def serve(listener: socket.socket, path: str) -> None:
         splice(conn, there)
 
 
+def answer_dns(listener: socket.socket, report: socket.socket, names: dict[str, str]) -> None:
+    """Answer DNS queries, telling ``report`` each name asked.
+
+    The sandbox's ``resolv.conf`` names this resolver: a lookup is how most
+    attempts to reach a host begin, and the name is what the harness records.
+    A name in ``names`` (an allowed host) gets its address there; any other,
+    "no such name".
+    """
+    while True:
+        try:
+            query, peer = listener.recvfrom(4096)
+        except OSError:
+            return
+        asked = question(query)
+        if asked is None:
+            continue
+        name, end = asked
+        flags = (query[2] << 8 | query[3]) & 0x7900  # opcode and RD, as asked
+        address = names.get(name.lower().rstrip("."))
+        answers = b""
+        if address is not None and query[end - 4 : end - 2] == b"\0\1":  # A: its address
+            answers = b"\xc0\x0c\0\1\0\1\0\0\0\x3c\0\4" + socket.inet_aton(address)
+        code = 0x8080 if address is not None else 0x8083  # found (maybe no AAAA); no such name
+        head = (code | flags).to_bytes(2, "big") + b"\0\1" + (b"\0\1" if answers else b"\0\0")
+        with contextlib.suppress(OSError):
+            listener.sendto(query[:2] + head + b"\0\0\0\0" + query[12:end] + answers, peer)
+        with contextlib.suppress(OSError):
+            report.sendall(f"dns {name}\n".encode())
+
+
+def question(query: bytes) -> tuple[str, int] | None:
+    """The name a DNS query asks about, and where its question ends (None: unreadable)."""
+    if len(query) < 17 or query[2] & 0x80 or query[4:6] != b"\0\1":
+        return None
+    labels, at = [], 12
+    while at < len(query) and query[at]:
+        size = query[at]
+        if size > 63 or at + 1 + size >= len(query):
+            return None
+        labels.append(query[at + 1 : at + 1 + size].decode("ascii", "replace"))
+        at += 1 + size
+    end = at + 1 + 4  # the root label, the type and class
+    return (".".join(labels), end) if end <= len(query) else None
+
+
+def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
+    """Fork ``program``'s process under the seccomp filter, its listener handed to ``control``.
+
+    The filter is installed in the child, between ``fork`` and ``exec``; this
+    process (unfiltered) takes a copy of its listener and sends it over the
+    Unix socket ``control`` to the harness's supervisor (``_seccomp``), or a
+    line saying why there is none. Returns the child's pid, the pipe to write
+    one byte to when it may run the program, and the connection (kept open:
+    the names looked up are reported there, ``answer_dns``).
+    """
+    spec = importlib.util.spec_from_file_location(
+        "_seccomp", os.path.join(os.path.dirname(__file__), "_seccomp.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    seccomp = sys.modules["_seccomp"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seccomp)
+    said_r, said_w = os.pipe()
+    go_r, go_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # (no thread runs yet: fork is safe)
+        os.close(said_r)
+        os.close(go_w)
+        try:
+            fd = seccomp.install()
+            os.write(said_w, str(fd).encode())
+        except OSError as exc:
+            fd = -1
+            os.write(said_w, f"-1 {exc}".encode()[:400])
+        os.close(said_w)
+        os.read(go_r, 1)
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.execvp(program[0], program)
+        except OSError as exc:
+            print(f"the agent command did not start: {exc}", file=sys.stderr)
+        os._exit(127)
+    os.close(said_w)
+    os.close(go_r)
+    said = os.read(said_r, 512).decode()
+    os.close(said_r)
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(control)
+    if said.startswith("-1"):
+        conn.sendall(f"unavailable: {said[3:]}\n".encode())
+    else:
+        listener = seccomp.fetch_fd(child, int(said))
+        socket.send_fds(conn, [b"listener\n"], [listener])
+        os.close(listener)
+    return child, go_w, conn
+
+
 def main(argv: list[str]) -> int:
     """Listen, then run the program."""
+    control = None
+    if argv[:1] == ["--control"]:
+        control, argv = argv[1], argv[2:]
     if "--" not in argv:
-        print("usage: python _forward.py PORT=SOCKET ... -- PROGRAM ARGS", file=sys.stderr)
+        print(
+            "usage: python _forward.py [--control SOCKET] [ADDRESS:]PORT=SOCKET ... "
+            "[--name=NAME=ADDRESS ...] -- PROGRAM ARGS",
+            file=sys.stderr,
+        )
         return 2
     cut = argv.index("--")
-    for pair in argv[:cut]:
-        port, _, path = pair.partition("=")
+    names = dict(a.removeprefix("--name=").split("=", 1) for a in argv[:cut] if a[:7] == "--name=")
+    pairs = [a for a in argv[:cut] if a[:7] != "--name="]
+    program = argv[cut + 1 :]
+    # Forked before any listener or thread: the program inherits neither.
+    child, go = 0, -1
+    if control is not None:
+        child, go, report = watched(program, control)
+        resolver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            resolver.bind(("127.0.0.1", 53))  # (the one capability the walls leave us)
+            threading.Thread(target=answer_dns, args=(resolver, report, names), daemon=True).start()
+        except OSError as exc:
+            report.sendall(f"unavailable: no resolver to see names looked up ({exc})\n".encode())
+    for pair in pairs:
+        where, _, path = pair.partition("=")
+        address, _, port = where.rpartition(":")
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", int(port)))
+        listener.bind((address or "127.0.0.1", int(port)))
         listener.listen(64)
         threading.Thread(target=serve, args=(listener, path), daemon=True).start()
-    program = argv[cut + 1 :]
-    try:  # (posix_spawn, not subprocess: its import alone is most of this script's start-up)
-        child = os.posix_spawnp(program[0], program, os.environ)
-    except OSError as exc:
-        print(f"the agent command did not start: {exc}", file=sys.stderr)
-        return 127
+    if go >= 0:
+        os.write(go, b"g")
+        os.close(go)
+    else:
+        try:  # (posix_spawn, not subprocess: its import alone is most of this script's start-up)
+            child = os.posix_spawnp(program[0], program, os.environ)
+        except OSError as exc:
+            print(f"the agent command did not start: {exc}", file=sys.stderr)
+            return 127
     return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 
 

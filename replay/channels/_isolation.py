@@ -18,6 +18,10 @@ network, PID, IPC and mount namespaces:
   own processes only (none of the harness's memory or environment).
 - **environment**: built by the caller from an allow-list, never copied.
 
+Every attempt to reach anything else is refused there and, as it is made,
+reported to the trial's recording as a sandbox violation (``_seccomp``: a
+seccomp filter on the program, its supervisor here).
+
 Where bubblewrap or user namespaces are missing, asking for it is a
 one-line ``ConfigError`` saying why.
 """
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
+import itertools
 import os
 import re
 import shutil
@@ -34,12 +40,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from recorder import ConfigError
 
+from . import _seccomp
 from ._forward import splice
 
 FORWARD = str(Path(__file__).with_name("_forward.py"))
@@ -80,24 +88,126 @@ def require() -> None:
         raise ConfigError(f"--isolation process is unavailable: {why}; use --isolation none")
 
 
+class Sink(Protocol):
+    """Where the walls report what they refused (a trial's ``Recording``)."""
+
+    def violation(self, action: str, target: str, via: str) -> None:
+        """The agent tried to reach ``target`` and was refused."""
+
+    def warn(self, message: str) -> None:
+        """Something could not be watched."""
+
+
+NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
+"""glibc asks its name-service cache first on every name lookup: not the agent's reach
+(hidden inside all the same); the lookup that follows is."""
+
+
 class Walls:
     """The walls around one run of an agent program, given its environment.
 
     Use as a context manager: ``argv(program)`` is the command to run inside.
+    With a ``sink``, every attempt to reach anything but the trial's endpoints
+    is refused and reported to it as it is made (``_seccomp``).
     """
 
-    def __init__(self, variables: Mapping[str, str], writable: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        variables: Mapping[str, str],
+        writable: Sequence[str] = (),
+        sink: Sink | None = None,
+        ignored_hosts: Iterable[str] = (),
+        allow: Sequence[tuple[str, int]] = (),
+    ) -> None:
         # The endpoints' variables alone: a --set value naming a port is no endpoint.
         text = " ".join(v for k, v in variables.items() if k.startswith(ENDPOINTS))
         self._ports = sorted({int(p) for p in _PORTS.findall(text)})
-        self._binds = sorted({os.path.dirname(p) for p in _SOCKETS.findall(text)} | set(writable))
+        sockets = set(_SOCKETS.findall(text))
+        self._binds = sorted({os.path.dirname(p) for p in sockets} | set(writable))
+        self._sockets = frozenset(sockets) | frozenset(NSCD)
+        self._sink = sink
+        self._ignored = frozenset(h.lower() for h in ignored_hosts)
+        # Allowed hosts: a loopback port of the harness's is bridged as the endpoints are; a
+        # name gets an address of its own inside (the resolver answers it), bridged to the name.
+        self._allow = list(dict.fromkeys(allow))
+        names = sorted({h for h, _ in self._allow if h != "127.0.0.1"})
+        self._names = {name: f"127.0.1.{i + 1}" for i, name in enumerate(names)}
+        self._reachable = {("127.0.0.1", p) for p in self._ports} | {
+            (self._names.get(h, "127.0.0.1"), p) for h, p in self._allow
+        }
         self._dir = ""
         self._bridges: list[_Bridge] = []
+        self._control: socket.socket | None = None
+        self._supervisor: _seccomp.Supervisor | None = None
 
     def __enter__(self) -> Walls:
         self._dir = tempfile.mkdtemp(prefix="replay-walls-")
-        self._bridges = [_Bridge(port, os.path.join(self._dir, f"{port}")) for port in self._ports]
+        self._bridges = [
+            _Bridge("127.0.0.1", port, os.path.join(self._dir, f"{port}")) for port in self._ports
+        ]
+        for i, (host, port) in enumerate(self._allow):
+            inside = self._names.get(host, "127.0.0.1")
+            self._bridges.append(_Bridge(host, port, os.path.join(self._dir, f"allow-{i}"), inside))
+        if self._sink is not None:
+            if _seccomp.supported():
+                self._control = socket.socket(socket.AF_UNIX)
+                self._control.bind(os.path.join(self._dir, "control"))
+                self._control.listen(1)
+                threading.Thread(target=self._watch, name="replay-walls", daemon=True).start()
+            else:
+                self._sink.warn(
+                    f"sandbox violations are not recorded on {os.uname().machine} "
+                    "(no seccomp filter for it): they are refused all the same"
+                )
         return self
+
+    def _watch(self) -> None:
+        """Take the filter's listener from the forwarder (the first to connect), and serve it."""
+        assert self._control is not None
+        assert self._sink is not None
+        try:
+            conn, _ = self._control.accept()
+        except OSError:
+            return  # closed: the program never started
+        self._control.close()  # one forwarder, once: no one else hands us a filter
+        sink = self._sink
+        with conn:
+            try:
+                said, fds, _, _ = socket.recv_fds(conn, 512, 1)
+            except OSError:
+                return
+            if fds:
+                self._supervisor = _seccomp.Supervisor(
+                    fds[0], self._allowed, lambda a: sink.violation(a.action, a.target, "walls")
+                )
+            lines = conn.makefile("rb")
+            for raw in itertools.chain([said], lines):
+                line = raw.decode("utf-8", "replace").strip()
+                if line.startswith("unavailable: "):
+                    sink.warn(
+                        f"sandbox violations are not all recorded here "
+                        f"({line.removeprefix('unavailable: ')}): they are refused all the same"
+                    )
+                elif line.startswith("dns ") and not self._quiet(line[4:].lower().rstrip(".")):
+                    sink.violation("dns", line[4:], "walls")
+
+    def _quiet(self, name: str) -> bool:
+        """An allowed host, or one the trial ignores (a tracing endpoint's): no violation."""
+        return name in self._ignored or name in self._names
+
+    def _allowed(self, attempt: _seccomp.Attempt) -> bool:
+        """Whether a trapped call aims at one of the trial's endpoints (or at nothing)."""
+        if attempt.family in ("netlink", "unspec"):
+            return True  # a route lookup, a datagram socket's disconnect: no reach
+        if attempt.family == "inet":  # an endpoint, an allowed host, or the resolver
+            where = (attempt.host, attempt.port)
+            return where in self._reachable or where == ("127.0.0.1", 53)
+        if attempt.family == "unix":
+            path = attempt.host
+            return path in self._sockets or (
+                os.path.dirname(path) == self._dir and not path.endswith("/control")
+            )
+        return False
 
     def __exit__(
         self,
@@ -105,6 +215,12 @@ class Walls:
         exc: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                self._control.shutdown(socket.SHUT_RDWR)
+            self._control.close()
+        if self._supervisor is not None:
+            self._supervisor.close()
         for bridge in self._bridges:
             bridge.close()
         shutil.rmtree(self._dir, ignore_errors=True)
@@ -113,16 +229,78 @@ class Walls:
         """``program`` inside the walls (its working directory: this one, read-only)."""
         binds = [arg for path in (self._dir, *self._binds) for arg in ("--bind", path, path)]
         hidden = [arg for path in _hidden() for arg in ("--tmpfs", path)]
+        caps, resolver = [], []
+        if self._control is not None:  # the resolver that sees each name, on port 53
+            caps, resolver = ["--cap-add", "CAP_NET_BIND_SERVICE"], self._resolver()
         shown = _shown(program)
         here = os.getcwd() if os.getcwd() in shown or not _under(os.getcwd(), _hidden()) else "/"
-        forwards = [f"{b.port}={b.path}" for b in self._bridges]
+        forwards = [b.forward for b in self._bridges]
+        forwards += [f"--name={name}={address}" for name, address in self._names.items()]
+        if self._control is not None:
+            forwards[:0] = ["--control", self._control.getsockname()]
         return [
             "bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *hidden,
-            *(arg for path in shown for arg in ("--ro-bind", path, path)), *binds,
+            *caps, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *hidden,
+            *(arg for path in shown for arg in ("--ro-bind", path, path)), *binds, *resolver,
             "--setenv", "TMPDIR", "/tmp", "--chdir", here,
             "--", sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program,
         ]  # fmt: skip
+
+    def _resolver(self) -> list[str]:
+        """Bind a ``resolv.conf`` naming the forwarder's resolver (127.0.0.1:53) over the host's.
+
+        And a ``hosts`` of ``localhost`` and the allowed names at their addresses
+        inside: the host's names would bypass the resolver (every name is looked
+        up there, and recorded). With no ``/etc/resolv.conf`` at all, resolvers
+        ask 127.0.0.1 already.
+        """
+        files = {
+            "resolv.conf": "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n",
+            "hosts": "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+            + "".join(f"{address} {name}\n" for name, address in self._names.items()),
+        }
+        binds = []
+        for name, text in files.items():
+            if os.path.lexists(f"/etc/{name}"):
+                ours = os.path.join(self._dir, name)
+                with open(ours, "w", encoding="utf-8") as given:
+                    given.write(text)
+                binds += ["--ro-bind", ours, os.path.realpath(f"/etc/{name}")]
+        return binds
+
+
+def allowed_host(text: str) -> tuple[str, int]:
+    """``--allow-host HOST[:PORT]`` as (host, port): port 443 when none is given.
+
+    ``localhost`` is 127.0.0.1 (a port of the harness's own machine). Inside the
+    walls a name is answered by the sandbox's resolver with an address of its own,
+    bridged to the name; an address is not routed there, so another machine is
+    allowed by its name only.
+
+    Raises:
+        ConfigError: It is not ``HOST[:PORT]``, or is the address of another machine.
+    """
+    host, port = text.strip(), 443
+    head, colon, tail = host.rpartition(":")
+    if colon and tail.isdigit() and (head.endswith("]") or ":" not in head):
+        host, port = head, int(tail)
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None and not address.is_loopback:
+        raise ConfigError(
+            f"--allow-host {text!r}: inside the walls another machine is reached by its "
+            "name, not its address (give the host name)"
+        )
+    if address is not None:
+        host = "127.0.0.1"
+    if not host or not 0 < port < 65536 or any(c in host for c in "/@ :"):
+        raise ConfigError(f"--allow-host {text!r} is not HOST[:PORT] (e.g. api.internal:8443)")
+    return host, port
 
 
 def _hidden() -> list[str]:
@@ -163,14 +341,23 @@ def _shown(program: Sequence[str]) -> list[str]:
 
 
 class _Bridge:
-    """A Unix socket here whose every connection is piped to ``127.0.0.1:port``."""
+    """A Unix socket here whose every connection is piped to ``host:port``.
 
-    def __init__(self, port: int, path: str) -> None:
-        self.port, self.path = port, path
+    ``inside`` is the address the forwarder listens on in the sandbox for it.
+    """
+
+    def __init__(self, host: str, port: int, path: str, inside: str = "127.0.0.1") -> None:
+        self.host, self.port, self.path, self.inside = host, port, path, inside
         self._listener = socket.socket(socket.AF_UNIX)
         self._listener.bind(path)
         self._listener.listen(64)
         threading.Thread(target=self._serve, name="replay-walls", daemon=True).start()
+
+    @property
+    def forward(self) -> str:
+        """The forwarder's argument for it: ``[ADDRESS:]PORT=SOCKET``."""
+        where = "" if self.inside == "127.0.0.1" else f"{self.inside}:"
+        return f"{where}{self.port}={self.path}"
 
     def _serve(self) -> None:
         while True:
@@ -178,13 +365,20 @@ class _Bridge:
                 conn, _ = self._listener.accept()
             except OSError:
                 return  # closed
-            try:
-                there = socket.create_connection(("127.0.0.1", self.port))
-            except OSError:
-                conn.close()
-                continue
-            there.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            splice(conn, there)
+            if self.host == "127.0.0.1":
+                self._connect(conn)
+            else:  # (an allowed host's name to resolve, its connect to wait for: not here)
+                threading.Thread(target=self._connect, args=(conn,), daemon=True).start()
+
+    def _connect(self, conn: socket.socket) -> None:
+        try:
+            there = socket.create_connection((self.host, self.port), timeout=30)
+        except OSError:
+            conn.close()
+            return
+        there.settimeout(None)
+        there.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        splice(conn, there)
 
     def close(self) -> None:
         """Stop listening."""

@@ -2,7 +2,7 @@
 
 Users extend this package: write a function ``Trial -> Grade`` and register
 it with ``@grader("name")``, as the built-ins (``BUILT_IN``: ``replay``,
-``rule``, ``state``, ``matches_reference``, ``judge``) are; every trial gets the
+``sandbox``, ``rule``, ``state``, ``matches_reference``, ``judge``) are; every trial gets the
 built-ins, and a case's ``graders:`` list or ``replay run --grader`` adds
 yours (``MODULE:NAME`` imports the module that registers it). ``Judge``
 grades a case's rubric with an LLM. ``combine`` turns a trial's grades into

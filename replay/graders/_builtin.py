@@ -1,4 +1,7 @@
-"""The built-in graders: rule (free, deterministic), state (the outcome), replay (unsupported).
+"""The built-in graders: rule, state, replay, sandbox, matches_reference, judge.
+
+Rule is free and deterministic, state grades the outcome, replay marks what
+offline replay could not answer, sandbox fails a trial that reached out.
 
 They register through the same ``@grader`` registry users extend.
 """
@@ -9,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from recorder import HttpEvent, ToolEvent, llm_call
+from recorder import HttpEvent, ToolEvent, ViolationEvent, llm_call
 
 from ._core import Grade, Trial, Verdict, grader
 from ._expr import Context
@@ -123,6 +126,25 @@ def replay_misses(trial: Trial) -> list[Grade]:
     if not trial.unsupported:
         return []
     return [Grade("replay", Verdict.UNSUPPORTED, trial.unsupported)]
+
+
+@grader("sandbox")
+def sandbox(trial: Trial) -> list[Grade]:
+    """A veto for each attempt to reach what the sandbox does not allow (none: no grade).
+
+    Each was refused as it was made (the agent got an error); the grade says the
+    trial is a failure all the same: an agent that reaches for production is one,
+    whatever it answered. ``--allow-host`` allows a host (then no attempt is one).
+    """
+    seen = [e for e in trial.cassette.events if isinstance(e, ViolationEvent)]
+    if not seen:
+        return []
+    targets = Counter(f"{e.action} {e.target}" for e in seen)
+    details = tuple(
+        f"sandbox violation: {what} (refused{f', {n} times' if n > 1 else ''})"
+        for what, n in targets.items()
+    )
+    return [Grade("sandbox", Verdict.FAIL, details, veto=True)]
 
 
 @grader("matches_reference")

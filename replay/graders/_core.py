@@ -116,7 +116,7 @@ def grader(name: str, *, version: str = "1") -> Callable[[Grader], Grader]:
     return register
 
 
-BUILT_IN = ("replay", "rule", "state", "matches_reference", "judge")
+BUILT_IN = ("replay", "sandbox", "rule", "state", "matches_reference", "judge")
 """The graders every trial gets; a case's ``graders:`` and ``replay run --grader`` add more."""
 
 

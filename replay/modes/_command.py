@@ -60,6 +60,11 @@ class AgentCommand:
     """Folders it may write inside the walls (besides its private ``/tmp``)."""
     extra: tuple[tuple[str, str], ...] = ()
     """Variables given besides ``env.variables()``."""
+    allow_hosts: tuple[tuple[str, int], ...] = ()
+    """``(host, port)`` it may reach inside the walls besides the trial's endpoints
+    (``--allow-host``: a name resolved and connected to from the harness)."""
+    allow_env: tuple[str, ...] = ()
+    """Variables of the harness's environment it is given (``--allow-env``); no other is."""
 
     @classmethod
     def parse(cls, line: str) -> AgentCommand:
@@ -85,10 +90,16 @@ class AgentCommand:
         """
         if env.user is not None:
             raise ConfigError("a simulated user is not available to an agent in its own process")
-        inherited = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        names = (*SAFE_ENV, *self.allow_env)
+        inherited = {k: os.environ[k] for k in names if k in os.environ}
         variables = env.variables() | dict(self.extra)
         walled = self.isolation == "process"
-        with Walls(variables, self.writable) if walled else contextlib.nullcontext() as walls:
+        rec = env._recording
+        hosts = set() if rec is None else set(rec.ignore_hosts.hosts)
+        if rec is not None and rec.source is not None:  # what the frozen recording ignored
+            hosts |= rec.source.ignore_hosts.hosts
+        walls_of = Walls(variables, self.writable, rec, hosts, self.allow_hosts) if walled else None
+        with walls_of if walls_of is not None else contextlib.nullcontext() as walls:
             return self._run(instruction, inherited | variables, walls)
 
     def _run(self, instruction: str, environ: dict[str, str], walls: Walls | None) -> str:
@@ -239,6 +250,8 @@ class ChildAgent:
     timeout: float = TIMEOUT_S
     isolation: Literal["none", "process"] = "process"
     memory_mb: int | None = None
+    allow_hosts: tuple[tuple[str, int], ...] = ()
+    allow_env: tuple[str, ...] = ()
 
     def __call__(self, instruction: str, env: Environment) -> Any:
         """Run the agent in the child; return what it returned.
@@ -257,6 +270,8 @@ class ChildAgent:
                 self.memory_mb,
                 writable=(box,),
                 extra=(("REPLAY_ANSWER", answer),),
+                allow_hosts=self.allow_hosts,
+                allow_env=self.allow_env,
             )(instruction, env)
             try:
                 with open(answer, encoding="utf-8") as given:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder import ConfigError, Tool
+from recorder import ConfigError, Recording, Tool
 
 from ..channels._faults import FaultInjector
 from ..channels._llm_proxy import LlmProxy
@@ -62,6 +62,8 @@ class Environment:
     llm_proxy: LlmProxy | None = None
     """The LLM for an agent in another process (``env.llm_proxy.url``): a recording
     proxy to ``llm_base_url``, what ``variables()`` gives as ``OPENAI_BASE_URL``."""
+    _recording: Recording | None = field(default=None, init=False, repr=False, compare=False)
+    """The trial's recording (the harness's: where walls report what they refused)."""
 
     def variables(self) -> dict[str, str]:
         """The same as environment variables, for an agent that runs as another program.

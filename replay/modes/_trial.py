@@ -139,6 +139,7 @@ def run_agent(
             if env.user is not None:
                 env.user.recording = rec
                 instruction = env.user.opening()
+            env._recording = rec
             servers: list[McpTools | McpProxy | LlmProxy] = [*env.mcp_servers.values()]
             servers += [s for s in (env.mcp, env.llm_proxy) if s is not None]
             for server in servers:

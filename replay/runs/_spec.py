@@ -18,9 +18,10 @@ from recorder import ConfigError
 from ..channels._mcp_proxy import McpServer
 from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
 
-SPEC_VERSION = 3
+SPEC_VERSION = 4
 """1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor;
-3: the agent's third-party MCP servers (``agent.mcp_servers``; none in a version 2 spec)."""
+3: the agent's third-party MCP servers (``agent.mcp_servers``; none in a version 2 spec);
+4: the hosts a sandboxed agent may reach (``agent.allow_hosts``; none in a version 3 spec)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class AgentSettings:
     """Seconds an agent in a process of its own may run (``--trial-timeout``)."""
     memory_mb: int | None = None
     """Megabytes its processes may hold together (``--trial-memory``)."""
+    allow_hosts: list[str] = field(default_factory=list)
+    """``host:port`` a sandboxed agent may reach besides its endpoints (``--allow-host``)."""
 
     def __post_init__(self) -> None:
         servers = {name: _server(given) for name, given in self.mcp_servers.items()}

@@ -29,6 +29,7 @@ from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
 from ..cases._case import Case
 from ..channels._faults import Fault, FaultInjector
+from ..channels._isolation import allowed_host
 from ..channels._user import FrozenUser, LiveUser, UserChannel
 from ..graders import Cause, Judge, Verdict
 from ..modes import (
@@ -171,12 +172,24 @@ def blob(fixture: Fixture) -> Blob:
 def _agent(spec: RunSpec) -> Any:
     """The run's agent: its function, or its program (``--agent-cmd``)."""
     settings = spec.agent
+    hosts = tuple(allowed_host(h) for h in settings.allow_hosts)
     if settings.command:
         return AgentCommand(
-            tuple(settings.command), settings.timeout, settings.isolation, settings.memory_mb
+            tuple(settings.command),
+            settings.timeout,
+            settings.isolation,
+            settings.memory_mb,
+            allow_hosts=hosts,
+            allow_env=tuple(settings.allow_env),
         )
     if settings.entry and settings.isolation == "process":
-        return ChildAgent(settings.entry, settings.timeout, memory_mb=settings.memory_mb)
+        return ChildAgent(
+            settings.entry,
+            settings.timeout,
+            memory_mb=settings.memory_mb,
+            allow_hosts=hosts,
+            allow_env=tuple(settings.allow_env),
+        )
     return load_callable(spec.agent.entry) if spec.agent.entry else None
 
 
@@ -307,6 +320,7 @@ def _plan(
         model=spec.agent.model,
         settings=spec.agent.settings,
         allow_env=tuple(spec.agent.allow_env),
+        allow_hosts=tuple(spec.agent.allow_hosts),
         mcp_servers=spec.agent.mcp_servers,
         ignore_hosts=(
             (*DEFAULT_IGNORE_HOSTS, *spec.llm.ignore_hosts)

@@ -18,6 +18,7 @@ from recorder import (
     HttpEvent,
     ToolEvent,
     UserEvent,
+    ViolationEvent,
     WarningEvent,
     read_cassette,
 )
@@ -58,8 +59,8 @@ details{border:1px solid #ccc;border-radius:4px;margin:.6em 0;padding:.3em .8em}
 summary{cursor:pointer;font-weight:bold}
 .step{margin:.6em 0;padding-left:.6em;border-left:3px solid #ccc}.step-llm{border-color:#2980b9}
 .step-tool{border-color:#27ae60}.step-error{border-color:#c0392b}
-.step-warning{border-color:#e67e22}.meta{color:#666}.s-inserted{color:#1e7b1e}
-.s-deleted{color:#b03a2e}.s-updated{color:#9a6700}
+.step-warning{border-color:#e67e22}.step-violation{border-color:#8e44ad}.meta{color:#666}
+.s-inserted{color:#1e7b1e}.s-deleted{color:#b03a2e}.s-updated{color:#9a6700}
 .miss{border:1px solid #8e44ad;background:#f7effa;padding:.3em .6em;margin:.4em 0}
 .cause{border:1px solid #c0392b;background:#fdecea;padding:.3em .6em;margin:.4em 0}
 tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at{color:#2471a3}
@@ -224,6 +225,12 @@ def _step(step: Step) -> str:
     elif isinstance(event, ErrorEvent):
         head = f"{step.index}. error"
         body.append(_err(event.error))
+    elif isinstance(event, ViolationEvent):
+        head = f"{step.index}. sandbox violation"
+        body.append(
+            f"<p><b>{_e(event.action)}</b> <code>{_e(event.target)}</code>: refused by the "
+            f"{_e(event.via)} check</p>"
+        )
     else:
         assert isinstance(event, WarningEvent)
         head = f"{step.index}. warning"

@@ -19,6 +19,7 @@ from recorder import (
     HttpEvent,
     ToolEvent,
     UserEvent,
+    ViolationEvent,
     WarningEvent,
 )
 
@@ -142,6 +143,11 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
         out.print(
             f"\n[bold red]{step.index}. error[/] {escape(event.error.type)}: "
             f"{escape(event.error.message)}"
+        )
+    elif isinstance(event, ViolationEvent):
+        out.print(
+            f"\n[bold red]{step.index}. sandbox violation[/] {escape(event.action)} "
+            f"{escape(event.target)} [dim](refused by the {escape(event.via)} check)[/]"
         )
     elif isinstance(event, WarningEvent):
         out.print(f"\n[bold yellow]{step.index}. warning[/] {escape(event.message)}")

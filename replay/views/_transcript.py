@@ -14,23 +14,24 @@ from recorder import (
     ToolEvent,
     Usage,
     UserEvent,
+    ViolationEvent,
     WarningEvent,
     WorldDelta,
     llm_call,
 )
 
-StepKind = Literal["llm", "http", "tool", "user", "error", "warning"]
+StepKind = Literal["llm", "http", "tool", "user", "error", "warning", "violation"]
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One line of the story: an LLM, HTTP or tool call, a user turn, an error or a warning."""
+    """One step of the story: a call (LLM, HTTP, tool), a user turn, an error, a warning..."""
 
     index: int
     kind: StepKind
     t: float
     duration: float
-    event: HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent
+    event: HttpEvent | ToolEvent | UserEvent | ErrorEvent | WarningEvent | ViolationEvent
     llm: LlmCall | None = None
     new_messages: list[dict[str, Any]] = field(default_factory=list)
     """For LLM steps: the messages sent since the model last spoke."""
@@ -55,6 +56,8 @@ def steps(cassette: Cassette) -> list[Step]:
             out.append(Step(index, "user", event.t, event.duration, event))
         elif isinstance(event, ErrorEvent):
             out.append(Step(index, "error", event.t, 0.0, event))
+        elif isinstance(event, ViolationEvent):
+            out.append(Step(index, "violation", event.t, 0.0, event))
         else:
             out.append(Step(index, "warning", event.t, 0.0, event))
     return out

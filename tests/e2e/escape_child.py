@@ -50,6 +50,10 @@ def attempts(given: dict) -> dict:  # type: ignore[type-arg]
     attempt("read another trial's file in /tmp", lambda: open(given["planted"]).close())
     attempt("a Unix socket of the host's", lambda: _unix(given["socket"]))
     attempt("remount / writable", _remount)
+    attempt("an abstract Unix socket", lambda: _unix("\0" + given["abstract"]))
+    if given.get("ptrace"):  # (not from the harness's own process: its parent is no harness)
+        attempt("ptrace of the parent", _ptrace_parent)
+    attempt("a capability left", _capabilities)
     for name in ("store", "fixture"):
         attempt(f"write the {name}", lambda name=name: open(given[name], "ab").close())
     attempt("write a private temp file", lambda: open("/tmp/mine", "w").close())
@@ -133,6 +137,22 @@ def _remount():  # type: ignore[no-untyped-def]
     ms_remount, ms_bind = 32, 4096
     if libc.mount(None, b"/", None, ms_remount | ms_bind, None) != 0:
         raise PermissionError(ctypes.get_errno(), "mount failed")
+
+
+def _ptrace_parent():  # type: ignore[no-untyped-def]
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    ptrace_seize = 0x4206  # attaches without stopping it; detached when this process ends
+    if libc.ptrace(ptrace_seize, os.getppid(), None, None) != 0:
+        raise PermissionError(ctypes.get_errno(), "ptrace failed")
+
+
+def _capabilities():  # type: ignore[no-untyped-def]
+    with open("/proc/self/status") as status:
+        held = {k: v.strip() for k, _, v in (line.partition(":") for line in status)}
+    if int(held["CapEff"], 16) == 0 and int(held["CapPrm"], 16) == 0:
+        raise PermissionError("no capability held")
 
 
 def escape(instruction: str, env) -> str:  # type: ignore[no-untyped-def]

@@ -25,8 +25,10 @@ from typing import Any
 
 import pytest
 
+from recorder import ViolationEvent
 from replay import AgentCommand, load_case, sandbox
 from replay.channels._isolation import unavailable
+from replay.graders import Verdict
 from replay.modes import NO_LLM_URL
 from replay.modes._command import ChildAgent
 from tests.e2e.escape_child import escape
@@ -84,7 +86,11 @@ def _escape(
         "canary": canary.port, "canary6": canary6.port, "store": str(store),
         "fixture": str(tmp_path / "w.sql"), "secret": SECRET, "value": VALUE[::-1],
         "planted": str(tmp_path / "planted.txt"), "socket": os.path.join(host, "s"),
+        "abstract": f"replay-test-{os.getpid()}", "ptrace": not in_process,
     }  # fmt: skip
+    abstract = socket.socket(socket.AF_UNIX)  # the harness's, on its own network
+    abstract.bind("\0" + settings["abstract"])
+    abstract.listen(1)
     try:
         agent: Any = AgentCommand(tuple(CHILD), isolation=isolation)  # type: ignore[arg-type]
         if python:
@@ -97,9 +103,18 @@ def _escape(
         canary.close()
         canary6.close()
         listener.close()
+        abstract.close()
         shutil.rmtree(host, ignore_errors=True)
     assert trial.trial.answer, trial.outcome.evidence
+    Seen.trial, Seen.settings = trial, settings
     return json.loads(trial.trial.answer), canary.reached + canary6.reached
+
+
+class Seen:
+    """The last trial ``_escape`` ran, and what it was given."""
+
+    trial: Any = None
+    settings: dict[str, Any] = {}  # noqa: RUF012
 
 
 @pytest.mark.parametrize("python", [False, True], ids=["program", "python-agent"])
@@ -115,7 +130,8 @@ def test_walled_in_every_way_out_is_blocked(
         "secret in the environment", "secret in /proc/*/environ", "curl in a subprocess",
         "httpcore directly", "a plain thread", "UPDATE the results store",
         "the World through gc", "read another trial's file in /tmp",
-        "a Unix socket of the host's", "remount / writable",
+        "a Unix socket of the host's", "remount / writable", "an abstract Unix socket",
+        "ptrace of the parent", "a capability left",
     ]  # fmt: skip
     if python:
         blocked.append("recorder.unrecorded()")
@@ -123,6 +139,21 @@ def test_walled_in_every_way_out_is_blocked(
     assert found["write a private temp file"] == "reached"
     assert int(found["processes seen"]) <= 4  # its own: not the harness's
     assert reached == 0
+    # Each reach for the network, another process or a socket was seen as it was made,
+    # refused, and recorded: the trial fails on them, whatever the agent answered.
+    trial, given = Seen.trial, Seen.settings
+    events = trial.trial.cassette.events
+    seen = {f"{e.action} {e.target}" for e in events if isinstance(e, ViolationEvent)}
+    expected = {
+        f"connect 127.0.0.1:{given['canary']}", f"connect [::1]:{given['canary6']}",
+        "connect 10.255.255.1:80", "dns example.com", f"connect unix:{given['socket']}",
+        f"connect unix:@{given['abstract']}",
+    }  # fmt: skip
+    assert expected <= seen, seen
+    assert any(s.startswith("ptrace pid ") for s in seen), seen
+    assert trial.outcome.verdict is Verdict.FAIL
+    (veto,) = [g for g in trial.outcome.grades if g.grader == "sandbox"]
+    assert veto.veto and any("10.255.255.1:80" in d for d in veto.evidence)
 
 
 def test_an_agent_in_the_harness_s_process_reaches_what_the_walls_keep_out(
@@ -140,6 +171,9 @@ def test_a_plain_child_reaches_what_the_walls_keep_out(
     found, reached = _escape(tmp_path, "none", monkeypatch)
     assert found["canary over 127.0.0.1"] == "reached" and reached >= 1
     assert found["write the store"] == "reached"
+    if os.geteuid() == 0:  # (as root, as in CI: the harness's own process is reachable)
+        assert found["ptrace of the parent"] == "reached"
+        assert found["a capability left"] == "reached"
     assert found["secret in the environment"] == "blocked"  # the environment is built, even so
 
 
@@ -189,3 +223,75 @@ def test_a_node_agent_reaches_its_llm_and_tools_through_the_walls(tmp_path: Path
         )  # fmt: skip
     assert code == 0, err
     assert [t["verdict"] for t in Store(store).trials("walled")] == ["pass"]
+
+
+_DIAL = """
+import json, os, socket
+found = {}
+for target in json.loads(os.environ["REPLAY_SETTINGS"])["targets"]:
+    host, port = target.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as conn:
+            found[target] = conn.recv(16).decode()
+    except OSError as exc:
+        found[target] = f"blocked: {type(exc).__name__}"
+print(json.dumps(found))
+"""
+
+
+def test_an_allowed_host_is_reached_by_its_name_and_nothing_else_is(tmp_path: Path) -> None:
+    """``--allow-host``: the name resolves inside to an address bridged to the real host."""
+    name = socket.gethostname()
+    try:
+        socket.getaddrinfo(name, 80)
+    except OSError:
+        pytest.skip(f"this machine's own name {name!r} does not resolve here")
+    server = socket.socket()
+    server.bind(("0.0.0.0", 0))  # (reached by the machine's name)
+    server.listen(8)
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"hello")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+    (tmp_path / "case.yaml").write_text("id: dial\ninstruction: dial\nfixture: w.sql\n")
+    targets = [f"{name}:{port}", f"127.0.0.1:{port}", f"{name}:{port + 1 if port < 65535 else 1}"]
+    agent = AgentCommand(
+        (sys.executable, "-c", _DIAL), isolation="process", allow_hosts=((name.lower(), port),)
+    )
+    try:
+        trial = sandbox(
+            load_case(tmp_path / "case.yaml"), agent, lambda conn: [], tmp_path / "t.cassette",
+            llm_base_url=NO_LLM_URL, settings={"targets": targets},
+        )  # fmt: skip
+    finally:
+        server.close()
+    found = json.loads(trial.trial.answer or "{}")
+    assert found[targets[0]] == "hello", found  # allowed: through the walls to the real host
+    assert found[targets[1]].startswith("blocked"), found  # the same port, not by its name
+    assert found[targets[2]].startswith("blocked"), found  # the name, another port
+    events = trial.trial.cassette.events
+    seen = {f"{e.action} {e.target}" for e in events if isinstance(e, ViolationEvent)}
+    assert f"connect 127.0.0.1:{port}" in seen, seen
+    assert not any(name.lower() in s for s in seen if s.startswith("dns")), seen
+    assert trial.outcome.verdict is Verdict.FAIL  # for the two it was not allowed
+
+
+def test_allow_host_refuses_what_it_cannot_allow() -> None:
+    from recorder import ConfigError
+    from replay.channels._isolation import allowed_host
+
+    assert allowed_host("api.internal") == ("api.internal", 443)
+    assert allowed_host("LOCALHOST:8080") == ("127.0.0.1", 8080)
+    assert allowed_host("[::1]:5432") == ("127.0.0.1", 5432)
+    for bad in ("10.0.0.5:5432", "http://x/", "host:0", ""):
+        with pytest.raises(ConfigError, match="--allow-host"):
+            allowed_host(bad)

@@ -1,0 +1,318 @@
+"""What a walled agent tries to reach, seen as it tries: a seccomp listener (Linux 5.9+).
+
+The walls (``_isolation``) are what stop an agent: in its own network namespace
+nothing but the trial's endpoints exists. This module is what *sees* it try.
+Before the agent's program starts, a filter is installed on it (inherited by
+every thread and child it makes) that stops the calls that aim somewhere —
+``connect``, ``sendto`` with an address, ``sendmsg``/``sendmmsg`` — and the
+calls that reach into another process (``ptrace``, ``process_vm_readv``/
+``writev``, ``pidfd_getfd``), and hands each to a supervisor in the harness.
+The supervisor reads the address from the caller's memory and lets the call
+go on when it is one of the trial's endpoints; anything else is refused
+(``EACCES``; ``EPERM`` for another process) and reported as a sandbox
+violation. ``io_uring`` (which would connect past the filter) is not
+available inside (``ENOSYS``).
+
+A caller could change the address between our reading and the kernel's (a
+second thread racing the first): that evades the *record*, never the walls,
+which the kernel holds. Standard library only: ``_forward.py`` installs the
+filter inside the sandbox, loading this file by its path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import select
+import socket
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_ALLOW, _NOTIFY, _ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
+_KILL_PROCESS = 0x80000000
+_LD_ABS_W, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_NEW_LISTENER = 1 << 3
+_NO_NEW_PRIVS = 38
+_RECV, _SEND, _ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
+_CONTINUE = 1
+
+
+@dataclass(frozen=True)
+class _Arch:
+    audit: int
+    numbers: dict[str, int]
+    x32: bool = False
+
+
+_ARCHES = {
+    "x86_64": _Arch(
+        0xC000003E,
+        {
+            "connect": 42, "sendto": 44, "sendmsg": 46, "sendmmsg": 307, "ptrace": 101,
+            "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
+            "io_uring_setup": 425, "seccomp": 317,
+        },
+        x32=True,
+    ),
+    "aarch64": _Arch(
+        0xC00000B7,
+        {
+            "connect": 203, "sendto": 206, "sendmsg": 211, "sendmmsg": 269, "ptrace": 117,
+            "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
+            "io_uring_setup": 425, "seccomp": 277,
+        },
+    ),
+}  # fmt: skip
+_ARCH = _ARCHES.get(os.uname().machine)
+_REACHING = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd")
+
+
+def supported() -> bool:
+    """Whether this machine's architecture is one the filter is written for."""
+    return _ARCH is not None
+
+
+def _program(arch: _Arch) -> bytes:
+    """The filter: trapped calls to the supervisor, the rest allowed."""
+    n = arch.numbers
+    code: list[tuple[int, int, int, int]] = []
+
+    def op(kind: int, k: int, jt: int = 0, jf: int = 0) -> None:
+        code.append((kind, jt, jf, k))
+
+    op(_LD_ABS_W, 4)  # arch
+    op(_JEQ, arch.audit, 1, 0)
+    op(_RET, _KILL_PROCESS)
+    op(_LD_ABS_W, 0)  # nr
+    if arch.x32:  # the x32 calls of x86_64 would go around every number below
+        op(_JGE, 0x40000000, 0, 1)
+        op(_RET, _ERRNO | errno.EPERM)
+    op(_JEQ, n["io_uring_setup"], 0, 1)
+    op(_RET, _ERRNO | errno.ENOSYS)
+    trapped = [n["connect"], n["sendmsg"], n["sendmmsg"], *(n[name] for name in _REACHING)]
+    for i, number in enumerate(trapped):  # to the NOTIFY below
+        op(_JEQ, number, len(trapped) + 4 - i)
+    op(_JEQ, n["sendto"], 0, 5)
+    op(_LD_ABS_W, 16 + 8 * 4)  # args[4], the address: none (a connected socket) is allowed
+    op(_JEQ, 0, 0, 2)
+    op(_LD_ABS_W, 16 + 8 * 4 + 4)
+    op(_JEQ, 0, 1, 0)
+    op(_RET, _NOTIFY)
+    op(_RET, _ALLOW)
+    return b"".join(struct.pack("HBBI", *c) for c in code)
+
+
+def install() -> int:
+    """Install the filter on this process (before ``exec``); return the listener's fd.
+
+    Raises:
+        OSError: The kernel refused (no seccomp, or no user notification).
+    """
+    if _ARCH is None:
+        raise OSError(errno.ENOSYS, f"no seccomp filter for {os.uname().machine}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    # No capability survives into the program (the forwarder kept one to answer DNS on
+    # port 53): with none permitted and no new privileges, exec grants none back.
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    if libc.capset(header, bytes(24)) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    if libc.prctl(_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    program = _program(_ARCH)
+    filters = ctypes.create_string_buffer(program, len(program))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+    fprog = Fprog(len(program) // 8, ctypes.addressof(filters))
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(
+        ctypes.c_long(_ARCH.numbers["seccomp"]),
+        ctypes.c_uint(1),  # SECCOMP_SET_MODE_FILTER
+        ctypes.c_uint(_NEW_LISTENER),
+        ctypes.byref(fprog),
+    )
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "seccomp(SECCOMP_SET_MODE_FILTER)")
+    return int(fd)
+
+
+def fetch_fd(pid: int, number: int) -> int:
+    """A copy of process ``pid``'s fd ``number`` (``pidfd_getfd``)."""
+    if _ARCH is None:
+        raise OSError(errno.ENOSYS, "pidfd_getfd")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    pidfd = os.pidfd_open(pid)
+    try:
+        fd = libc.syscall(
+            ctypes.c_long(_ARCH.numbers["pidfd_getfd"]),
+            ctypes.c_int(pidfd),
+            ctypes.c_int(number),
+            ctypes.c_uint(0),
+        )
+    finally:
+        os.close(pidfd)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "pidfd_getfd")
+    return int(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One trapped call: what it aimed at.
+
+    Attributes:
+        action: ``connect``, ``send`` (a datagram with an address) or ``ptrace``
+            (any reach into another process).
+        family: ``inet``, ``inet6``, ``unix``, ``netlink``, ``unspec`` or ``other``;
+            ``process`` for ``ptrace``.
+        host: The address (an IP, a socket path, ``@name`` for an abstract socket,
+            a process id for ``ptrace``).
+        port: The port, for ``inet``/``inet6``.
+    """
+
+    action: str
+    family: str
+    host: str
+    port: int | None = None
+
+    @property
+    def target(self) -> str:
+        """``host:port``, ``[v6]:port``, ``unix:path``, ``pid N``."""
+        if self.family == "inet":
+            return f"{self.host}:{self.port}"
+        if self.family == "inet6":
+            return f"[{self.host}]:{self.port}"
+        if self.family == "process":
+            return f"pid {self.host}"
+        return f"{self.family}:{self.host}"
+
+
+def _address(raw: bytes) -> tuple[str, str, int | None]:
+    """A ``sockaddr``'s family, host and port."""
+    if len(raw) < 2:
+        return "unspec", "", None
+    family = struct.unpack_from("H", raw)[0]
+    if family == socket.AF_INET and len(raw) >= 8:
+        return "inet", socket.inet_ntop(socket.AF_INET, raw[4:8]), struct.unpack(">H", raw[2:4])[0]
+    if family == socket.AF_INET6 and len(raw) >= 24:
+        host = socket.inet_ntop(socket.AF_INET6, raw[8:24])
+        return "inet6", host, struct.unpack(">H", raw[2:4])[0]
+    if family == socket.AF_UNIX:
+        path = raw[2:]
+        if path[:1] == b"\0":
+            return "unix", "@" + path[1:].decode("utf-8", "replace"), None
+        return "unix", path.split(b"\0", 1)[0].decode("utf-8", "replace"), None
+    if family == socket.AF_NETLINK:
+        return "netlink", "", None
+    if family == socket.AF_UNSPEC:
+        return "unspec", "", None
+    return "other", str(family), None
+
+
+class Supervisor:
+    """Answers one sandbox's trapped calls, in a thread, until its last process ends.
+
+    ``allowed(attempt)`` says whether a call may go on; ``report(attempt)`` is
+    told of each that may not (it is refused).
+    """
+
+    def __init__(
+        self,
+        fd: int,
+        allowed: Callable[[Attempt], bool],
+        report: Callable[[Attempt], None],
+    ) -> None:
+        self._fd, self._allowed, self._report = fd, allowed, report
+        self._stop_r, self._stop_w = os.pipe()
+        self._thread = threading.Thread(target=self._serve, name="replay-seccomp", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop answering (calls still trapped then fail: the filter's listener is gone)."""
+        with contextlib.suppress(OSError):
+            os.write(self._stop_w, b"x")
+        self._thread.join(timeout=5)
+        for fd in (self._stop_r, self._stop_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _serve(self) -> None:
+        import fcntl
+
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        poller.register(self._stop_r, select.POLLIN)
+        notif = bytearray(80)
+        try:
+            while True:
+                events = dict(poller.poll())
+                if self._stop_r in events:
+                    return
+                if events.get(self._fd, 0) & (select.POLLHUP | select.POLLERR):
+                    return  # every process under the filter has ended
+                notif[:] = bytes(80)
+                try:
+                    fcntl.ioctl(self._fd, _RECV, notif)
+                except OSError as exc:
+                    if exc.errno in (errno.EINTR, errno.ENOENT):
+                        continue  # the caller was interrupted before we took it
+                    return
+                ident, pid = struct.unpack_from("QI", notif)
+                number = struct.unpack_from("i", notif, 16)[0]
+                args = struct.unpack_from("6Q", notif, 32)
+                attempts = self._read(pid, number, args)
+                error = 0
+                refused = [a for a in attempts if not self._allowed(a)]
+                if refused:
+                    error = errno.EPERM if refused[0].action == "ptrace" else errno.EACCES
+                    for attempt in refused:
+                        self._report(attempt)
+                response = struct.pack(
+                    "QqiI", ident, 0, -error if error else 0, 0 if error else _CONTINUE
+                )
+                with contextlib.suppress(OSError):  # gone meanwhile (a signal, an exit)
+                    fcntl.ioctl(self._fd, _SEND, response)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+
+    def _read(self, pid: int, number: int, args: tuple[int, ...]) -> list[Attempt]:
+        """What the call aims at (none: it may go on as it is)."""
+        assert _ARCH is not None
+        names = {v: k for k, v in _ARCH.numbers.items()}
+        name = names.get(number, "")
+        if name in _REACHING:
+            target = args[1] if name == "ptrace" else args[0]
+            return [Attempt("ptrace", "process", str(target))]
+        try:
+            with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+
+                def read(address: int, size: int) -> bytes:
+                    return os.pread(mem.fileno(), size, address) if address else b""
+
+                if name == "connect":
+                    return [self._attempt("connect", read(args[1], min(args[2], 128)))]
+                if name == "sendto":
+                    return [self._attempt("send", read(args[4], min(args[5], 128)))]
+                headers = [args[1]] if name == "sendmsg" else [
+                    args[1] + 64 * i for i in range(min(args[2], 64))
+                ]  # fmt: skip
+                found = []
+                for at in headers:
+                    name_at, size = struct.unpack("QI", read(at, 12))
+                    if name_at:
+                        found.append(self._attempt("send", read(name_at, min(size, 128))))
+                return found
+        except (OSError, struct.error):
+            return [Attempt("connect", "other", "an address that could not be read")]
+
+    @staticmethod
+    def _attempt(action: str, raw: bytes) -> Attempt:
+        family, host, port = _address(raw)
+        return Attempt(action, family, host, port)
