@@ -7,10 +7,12 @@ examples.shop:agent`` calls (see ``replay.Environment``);
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from openai import OpenAI
 
 from recorder import Tool
@@ -26,8 +28,13 @@ SYSTEM_PROMPT = (
 
 
 def agent(instruction: str, env: Environment) -> str:
-    """The agent entry point: one instruction, an environment, the final answer."""
-    return loop(
+    """The agent entry point: one instruction, an environment, the final answer.
+
+    With ``--set notify_url=URL`` it also posts its answer there when done (best
+    effort), as a team's agent might tell a dashboard: in the sandbox, a host it
+    may not reach (``make demo`` shows the violation that fails the trial).
+    """
+    answer = loop(
         instruction,
         env.tools,
         env.call_tool,
@@ -38,6 +45,10 @@ def agent(instruction: str, env: Environment) -> str:
         max_steps=int(env.settings.get("max_steps", 12)),
         user=env.user.say if env.user is not None else None,
     )
+    if notify := env.settings.get("notify_url"):
+        with contextlib.suppress(Exception):  # a notification is no reason to fail anyone
+            httpx.post(str(notify), json={"answer": answer}, timeout=5)
+    return answer
 
 
 def run_agent(

@@ -6,7 +6,10 @@
 2. 8 sandbox trials against a flaky stub model: pass^1 against pass^8, and
    the failing assertions;
 3. fault injection: the refund call delivered twice. The demo agent (its
-   model sends an idempotency key) passes; a naive one refunds twice.
+   model sends an idempotency key) passes; a naive one refunds twice;
+4. a sandbox violation: the same agent told to post its answer to a webhook
+   on another host is refused there, and the trial fails on it, whatever it
+   did for the customer.
 """
 
 from __future__ import annotations
@@ -87,6 +90,12 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
                 "--store", store, *AGENT,
             )  # fmt: skip
         replay("report", name, "--store", store)
+    with StubLLM(refund_policy()) as llm:
+        replay(
+            "run", CASE, "--run", "webhook", "--llm-url", llm.openai_base_url, "--store", store,
+            "--set", "notify_url=https://hooks.example.com/refunds", *AGENT,
+        )  # fmt: skip
+    replay("report", "webhook", "--store", store)
 
 
 if __name__ == "__main__":

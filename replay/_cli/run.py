@@ -26,7 +26,7 @@ from replay import (
 )
 
 from ..channels._faults import parse_faults
-from ..channels._isolation import allowed_host
+from ..channels._isolation import allowed_host, unavailable
 from ..modes import REGISTRY
 from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
 from ..results._store import DEFAULT_PATH
@@ -123,13 +123,14 @@ _URLS = ("http://", "https://")
 )
 @click.option(
     "--isolation",
-    type=click.Choice(["none", "process"]),
-    default="none",
+    type=click.Choice(["auto", "none", "process"]),
+    default="auto",
     show_default=True,
     help="Where the agent runs: process, in a process of its own inside walls (bubblewrap: "
     "its own network with only the trial's endpoints, its own processes, a read-only "
     "filesystem), for --agent and --agent-cmd alike; none, a program as a plain child and a "
-    "Python agent in this process.",
+    "Python agent in this process; auto, process for sandbox where this machine can (said "
+    "when it cannot), none for the other modes.",
 )
 @click.option(
     "--trial-timeout",
@@ -389,6 +390,8 @@ def run(
             raise ConfigError(f"no run {name!r} to resume in {results.path}")
         spec = RunSpec.from_stored(stored["spec"])
     else:
+        if isolation == "auto":
+            isolation = _isolation(mode)
         spec = RunSpec(
             name=name,
             cases=[str(c.resolve()) for c in cases],
@@ -443,3 +446,18 @@ def run(
 
         execute(spec, results, resume=resume, on_trial=tick)
     click.echo(f"run {name}: stored in {results.path}; see `replay report {name}`")
+
+
+def _isolation(mode: str) -> str:
+    """``--isolation auto``: walls for a mode that asks for them, where this machine can."""
+    if not REGISTRY[mode].walled:
+        return "none"
+    why = unavailable()
+    if why is None:
+        return "process"
+    click.echo(
+        f"{mode}: no walls on this machine ({why}): each agent runs in this process "
+        "(--isolation none; see the README's known limits)",
+        err=True,
+    )
+    return "none"

@@ -53,7 +53,10 @@ def splice(one: socket.socket, other: socket.socket) -> None:
 def serve(listener: socket.socket, path: str) -> None:
     """Pipe each connection to ``listener`` to the Unix socket at ``path``, both ways."""
     while True:
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return  # closed (a zygote's trial is over)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         there = socket.socket(socket.AF_UNIX)
         try:

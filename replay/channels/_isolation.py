@@ -51,7 +51,7 @@ from . import _seccomp
 from ._forward import splice
 
 FORWARD = str(Path(__file__).with_name("_forward.py"))
-ENDPOINTS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "REPLAY_MCP_")
+ENDPOINTS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "REPLAY_MCP_", "REPLAY_USER_URL")
 """The variables that hold the trial's endpoints (the ports bridged, the sockets bound)."""
 HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", os.path.expanduser("~"))
 """Where other trials, services and the user keep their files and sockets: empty inside
@@ -118,6 +118,7 @@ class Walls:
         sink: Sink | None = None,
         ignored_hosts: Iterable[str] = (),
         allow: Sequence[tuple[str, int]] = (),
+        root: str | None = None,
     ) -> None:
         # The endpoints' variables alone: a --set value naming a port is no endpoint.
         text = " ".join(v for k, v in variables.items() if k.startswith(ENDPOINTS))
@@ -126,6 +127,7 @@ class Walls:
         self._binds = sorted({os.path.dirname(p) for p in sockets} | set(writable))
         self._sockets = frozenset(sockets) | frozenset(NSCD)
         self._sink = sink
+        self._root = root
         self._ignored = frozenset(h.lower() for h in ignored_hosts)
         # Allowed hosts: a loopback port of the harness's is bridged as the endpoints are; a
         # name gets an address of its own inside (the resolver answers it), bridged to the name.
@@ -141,7 +143,7 @@ class Walls:
         self._supervisor: _seccomp.Supervisor | None = None
 
     def __enter__(self) -> Walls:
-        self._dir = tempfile.mkdtemp(prefix="replay-walls-")
+        self._dir = tempfile.mkdtemp(prefix="replay-walls-", dir=self._root)
         self._bridges = [
             _Bridge("127.0.0.1", port, os.path.join(self._dir, f"{port}")) for port in self._ports
         ]
@@ -227,46 +229,104 @@ class Walls:
 
     def argv(self, program: Sequence[str]) -> list[str]:
         """``program`` inside the walls (its working directory: this one, read-only)."""
-        binds = [arg for path in (self._dir, *self._binds) for arg in ("--bind", path, path)]
-        hidden = [arg for path in _hidden() for arg in ("--tmpfs", path)]
-        caps, resolver = [], []
-        if self._control is not None:  # the resolver that sees each name, on port 53
-            caps, resolver = ["--cap-add", "CAP_NET_BIND_SERVICE"], self._resolver()
-        shown = _shown(program)
-        here = os.getcwd() if os.getcwd() in shown or not _under(os.getcwd(), _hidden()) else "/"
-        forwards = [b.forward for b in self._bridges]
-        forwards += [f"--name={name}={address}" for name, address in self._names.items()]
-        if self._control is not None:
-            forwards[:0] = ["--control", self._control.getsockname()]
+        watched = self._control is not None
+        if watched:
+            write_names(self._dir, self._names)
+        forwards = self.forwards()
+        if watched:
+            forwards[:0] = ["--control", self.control]
         return [
-            "bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
-            *caps, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *hidden,
-            *(arg for path in shown for arg in ("--ro-bind", path, path)), *binds, *resolver,
-            "--setenv", "TMPDIR", "/tmp", "--chdir", here,
-            "--", sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program,
+            *sandbox_argv(program, [self._dir, *self._binds], self._dir if watched else None),
+            sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program,
         ]  # fmt: skip
 
-    def _resolver(self) -> list[str]:
-        """Bind a ``resolv.conf`` naming the forwarder's resolver (127.0.0.1:53) over the host's.
+    @property
+    def folder(self) -> str:
+        """This trial's folder (its bridges' sockets, its filter's; visible inside)."""
+        return self._dir
 
-        And a ``hosts`` of ``localhost`` and the allowed names at their addresses
-        inside: the host's names would bypass the resolver (every name is looked
-        up there, and recorded). With no ``/etc/resolv.conf`` at all, resolvers
-        ask 127.0.0.1 already.
+    @property
+    def control(self) -> str:
+        """The Unix socket the program's filter is handed to (and names are reported on)."""
+        assert self._control is not None
+        return str(self._control.getsockname())
+
+    @property
+    def names(self) -> dict[str, str]:
+        """The allowed hosts' names and their addresses inside."""
+        return dict(self._names)
+
+    def forwards(self) -> list[str]:
+        """What the forwarder inside listens on: ``[ADDRESS:]PORT=SOCKET`` and ``--name=``."""
+        forwards = [b.forward for b in self._bridges]
+        return forwards + [f"--name={name}={address}" for name, address in self._names.items()]
+
+    def linked(self, variables: Mapping[str, str]) -> dict[str, str]:
+        """``variables`` with each Unix socket named there linked into this walls' folder.
+
+        For a sandbox made before the trial (a zygote's): it sees this folder,
+        not the folders the trial's endpoints made their sockets in. A hard
+        link to a socket is the same socket.
         """
-        files = {
-            "resolv.conf": "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n",
-            "hosts": "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
-            + "".join(f"{address} {name}\n" for name, address in self._names.items()),
-        }
-        binds = []
-        for name, text in files.items():
-            if os.path.lexists(f"/etc/{name}"):
-                ours = os.path.join(self._dir, name)
-                with open(ours, "w", encoding="utf-8") as given:
-                    given.write(text)
-                binds += ["--ro-bind", ours, os.path.realpath(f"/etc/{name}")]
-        return binds
+        out = dict(variables)
+        for i, path in enumerate(sorted(self._sockets - frozenset(NSCD))):
+            link = os.path.join(self._dir, f"socket-{i}")
+            os.link(path, link)
+            out = {k: v.replace(f"unix:{path}", f"unix:{link}") for k, v in out.items()}
+        return out
+
+
+def write_names(folder: str, names: Mapping[str, str]) -> None:
+    """Write the ``resolv.conf`` and ``hosts`` a sandbox sees (``sandbox_argv``) in ``folder``.
+
+    The resolver is the forwarder's (127.0.0.1:53); ``hosts`` has ``localhost``
+    and the allowed names at their addresses inside: the host's own names would
+    go around the resolver (every name is looked up there, and recorded).
+    Rewritten in place, a running sandbox sees the new ones.
+    """
+    files = {
+        "resolv.conf": "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n",
+        "hosts": "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+        + "".join(f"{address} {name}\n" for name, address in names.items()),
+    }
+    for name, text in files.items():
+        with open(
+            os.path.join(folder, name),
+            "r+" if os.path.exists(os.path.join(folder, name)) else "w",
+            encoding="utf-8",
+        ) as given:
+            given.truncate(0)
+            given.write(text)
+
+
+def sandbox_argv(program: Sequence[str], writable: Sequence[str], names: str | None) -> list[str]:
+    """Bubblewrap's command line up to the program, for a sandbox running ``program``.
+
+    ``writable`` are bound read-write; with ``names`` (a folder ``write_names``
+    wrote), its ``resolv.conf`` and ``hosts`` are the sandbox's and one capability
+    is kept for the resolver's port (the forwarder's, dropped before the program).
+    """
+    binds = [arg for path in writable for arg in ("--bind", path, path)]
+    hidden = [arg for path in _hidden() for arg in ("--tmpfs", path)]
+    caps: list[str] = []
+    resolver: list[str] = []
+    if names is not None:
+        caps = ["--cap-add", "CAP_NET_BIND_SERVICE"]
+        for name in ("resolv.conf", "hosts"):
+            if os.path.lexists(f"/etc/{name}"):  # (with none, resolvers ask 127.0.0.1)
+                resolver += [
+                    "--ro-bind",
+                    os.path.join(names, name),
+                    os.path.realpath(f"/etc/{name}"),
+                ]
+    shown = _shown(program)
+    here = os.getcwd() if os.getcwd() in shown or not _under(os.getcwd(), _hidden()) else "/"
+    return [
+        "bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
+        *caps, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *hidden,
+        *(arg for path in shown for arg in ("--ro-bind", path, path)), *binds, *resolver,
+        "--setenv", "TMPDIR", "/tmp", "--chdir", here, "--",
+    ]  # fmt: skip
 
 
 def allowed_host(text: str) -> tuple[str, int]:

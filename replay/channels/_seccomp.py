@@ -30,7 +30,6 @@ import socket
 import struct
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 _ALLOW, _NOTIFY, _ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
 _KILL_PROCESS = 0x80000000
@@ -41,11 +40,11 @@ _RECV, _SEND, _ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 _CONTINUE = 1
 
 
-@dataclass(frozen=True)
 class _Arch:
-    audit: int
-    numbers: dict[str, int]
-    x32: bool = False
+    """An architecture's audit number and the calls' numbers there."""
+
+    def __init__(self, audit: int, numbers: dict[str, int], x32: bool = False) -> None:
+        self.audit, self.numbers, self.x32 = audit, numbers, x32
 
 
 _ARCHES = {
@@ -162,7 +161,6 @@ def fetch_fd(pid: int, number: int) -> int:
     return int(fd)
 
 
-@dataclass(frozen=True, slots=True)
 class Attempt:
     """One trapped call: what it aimed at.
 
@@ -176,10 +174,13 @@ class Attempt:
         port: The port, for ``inet``/``inet6``.
     """
 
-    action: str
-    family: str
-    host: str
-    port: int | None = None
+    __slots__ = ("action", "family", "host", "port")
+
+    def __init__(self, action: str, family: str, host: str, port: int | None = None) -> None:
+        self.action, self.family, self.host, self.port = action, family, host, port
+
+    def __repr__(self) -> str:
+        return f"Attempt({self.action} {self.target})"
 
     @property
     def target(self) -> str:

@@ -21,6 +21,10 @@ failures.
 
 from __future__ import annotations
 
+import contextvars
+import http.server
+import json
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +45,8 @@ from recorder import (
     UserTurn,
     unrecorded,
 )
+
+from ._jsonrpc import LoopbackServer, stop_serving
 
 STOP = "###STOP###"
 USER_PROMPT = (
@@ -194,6 +200,35 @@ class UserChannel:
         """Why the simulated user failed, if it did (the trial is then the user's fault)."""
         self.divergences: list[str] = []
         """Turns where the agent said something else than in the recording (frozen user)."""
+        self._server: _UserServer | None = None
+
+    @property
+    def url(self) -> str:
+        """The channel for an agent in another process (``REPLAY_USER_URL``), started on use.
+
+        ``POST`` ``{"text": ...}`` answers ``{"reply": ...}`` (``null`` once the user
+        has ended the conversation) or ``{"error": {"type": ..., "message": ...}}``:
+        ``say`` in the trial, recorded as an in-process agent's turns are.
+        """
+        if self._server is None:
+            server = _UserServer(("127.0.0.1", 0), _Say)
+            server.channel, server.context = self, contextvars.copy_context()
+            threading.Thread(
+                target=server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="replay-user",
+                daemon=True,
+            ).start()
+            self._server = server
+            if self.recording is not None:
+                self.recording.channel(f"127.0.0.1:{server.server_address[1]}")
+        return f"http://127.0.0.1:{self._server.server_address[1]}/say"
+
+    def close(self) -> None:
+        """Stop the channel's endpoint, if it started."""
+        server, self._server = self._server, None
+        if server is not None:
+            stop_serving(server)
 
     def opening(self) -> str:
         """The user's first message: the agent's instruction."""
@@ -273,3 +308,36 @@ class UserChannel:
                 error=error,
             )
         )
+
+
+class _UserServer(LoopbackServer):
+    channel: UserChannel
+    context: contextvars.Context
+
+
+class _Say(http.server.BaseHTTPRequestHandler):
+    """One turn of an agent in another process: ``say`` in the trial's context."""
+
+    server: _UserServer
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        try:
+            size = int(self.headers.get("Content-Length") or 0)
+            text = json.loads(self.rfile.read(size) or b"{}").get("text")
+            if not isinstance(text, str):
+                raise ValueError('send {"text": "..."}')
+            answer: dict[str, Any] = {
+                "reply": self.server.context.copy().run(self.server.channel.say, text)
+            }
+        except Exception as exc:  # told to the agent, as say() would raise it in-process
+            answer = {"error": {"type": type(exc).__name__, "message": str(exc)}}
+        body = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""

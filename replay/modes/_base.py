@@ -53,6 +53,9 @@ class Mode:
     recorded: Recorded = "for-frozen"
     per_recording: bool = False
     records: bool = False
+    walled: bool = False
+    """``--isolation auto`` (the default) puts its agent behind walls where the machine
+    can (``replay.channels._isolation``), and runs it in this process where it cannot."""
 
     @property
     def default_llm(self) -> LlmSource | None:

@@ -12,7 +12,8 @@ store or the harness's memory is in this process.
 What differs from an in-process agent: ``call_tool`` returns the tool's result
 as JSON decodes it (text that is not JSON stays text); ``env.functions`` are
 built from the tools' schemas (keyword arguments, JSON types), not from their
-Python signatures; a simulated user is not available.
+Python signatures; ``env.user.say`` is a ``POST`` to the trial's user channel
+(``REPLAY_USER_URL``), recorded there turn by turn.
 """
 
 from __future__ import annotations
@@ -60,6 +61,29 @@ def _rpc(url: str, method: str, params: Mapping[str, Any]) -> Any:
     return answer["result"]
 
 
+class UserFailed(Exception):
+    """The simulated user could not answer (its error, as the harness told it)."""
+
+
+class _User:
+    """``env.user`` in the child: each turn a ``POST`` to the trial's user channel."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def say(self, text: str) -> str | None:
+        """Tell the user ``text``; its answer, or None once it has ended the talk."""
+        body = json.dumps({"text": text}).encode()
+        request = urllib.request.Request(self.url, data=body, method="POST")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=600) as response:
+            answer = json.loads(response.read())
+        if "error" in answer:
+            raise UserFailed(f"{answer['error']['type']}: {answer['error']['message']}")
+        reply = answer.get("reply")
+        return None if reply is None else str(reply)
+
+
 def environment(variables: Mapping[str, str]) -> Any:
     """The agent's ``Environment``, from the trial's variables."""
     url = variables["REPLAY_MCP_URL"]
@@ -87,6 +111,7 @@ def environment(variables: Mapping[str, str]) -> Any:
             return text
 
     servers = json.loads(variables.get("REPLAY_MCP_SERVERS") or "{}")
+    user = _User(variables["REPLAY_USER_URL"]) if variables.get("REPLAY_USER_URL") else None
     functions = [_function(t, call_tool) for t in listed]
     return Environment(
         specs,
@@ -96,6 +121,7 @@ def environment(variables: Mapping[str, str]) -> Any:
         json.loads(variables.get("REPLAY_SETTINGS") or "{}"),
         api_key=variables.get("OPENAI_API_KEY", "sk-replay"),
         functions=functions,
+        user=user,  # type: ignore[arg-type]
         mcp=_Mcp(url, json.loads(variables["REPLAY_MCP_COMMAND"])),  # type: ignore[arg-type]
         mcp_servers={
             name: _Mcp(s["url"], s["command"])  # type: ignore[misc]
@@ -144,12 +170,13 @@ def _function(listed: Mapping[str, Any], call_tool: Any) -> Any:
     return call
 
 
-def main(argv: list[str]) -> int:
-    """Run the agent ``argv[0]`` on stdin's instruction; its outcome to ``REPLAY_ANSWER``."""
+def run(agent: Any, instruction: str, variables: Mapping[str, str]) -> None:
+    """Run ``agent`` on ``instruction``; its outcome to the file ``REPLAY_ANSWER`` names."""
     outcome: dict[str, Any]
     try:
-        agent = load_callable(argv[0])
-        answer = agent(sys.stdin.read(), environment(os.environ))
+        if isinstance(agent, str):
+            agent = load_callable(agent)
+        answer = agent(instruction, environment(variables))
         if inspect.isawaitable(answer):
             answer = asyncio.run(_awaited(answer))
         outcome = {"answer": answer}
@@ -162,8 +189,18 @@ def main(argv: list[str]) -> int:
                 "traceback": traceback.format_exc(),
             }
         }
-    with open(os.environ["REPLAY_ANSWER"], "w", encoding="utf-8") as out:
+    with open(variables["REPLAY_ANSWER"], "w", encoding="utf-8") as out:
         json.dump(outcome, out, default=str)
+
+
+def main(argv: list[str]) -> int:
+    """Run the agent ``argv[0]`` on stdin's instruction (``--serve SOCKET MOD:FN``: many)."""
+    if argv[:1] == ["--serve"]:
+        from ._zygote import serve
+
+        sys.path[:0] = argv[3:]  # the harness's import path
+        return serve(argv[1], argv[2])
+    run(argv[0], sys.stdin.read(), os.environ)
     return 0
 
 

@@ -28,6 +28,7 @@ from recorder import ConfigError, ReplayError
 
 from ..channels._isolation import Walls
 from ..channels._upstream import SAFE_ENV
+from . import _zygote
 from ._environment import Environment
 
 TIMEOUT_S = 600.0
@@ -86,10 +87,7 @@ class AgentCommand:
 
         Raises:
             AgentCommandFailed: It could not start, exited non-zero, or ran too long.
-            ConfigError: The case has a simulated user (not available to a program).
         """
-        if env.user is not None:
-            raise ConfigError("a simulated user is not available to an agent in its own process")
         names = (*SAFE_ENV, *self.allow_env)
         inherited = {k: os.environ[k] for k in names if k in os.environ}
         variables = env.variables() | dict(self.extra)
@@ -259,8 +257,48 @@ class ChildAgent:
         Raises:
             AgentFailed: The agent raised (its type and message).
             AgentCommandFailed: The child itself failed (could not start, ran too long).
-            ConfigError: The case has a simulated user (not available in a child).
         """
+        if self.isolation == "process" and _zygote.supported():
+            outcome = self._forked(instruction, env)
+        else:
+            outcome = self._started(instruction, env)
+        if "error" in outcome:
+            raise AgentFailed(str(outcome["error"]["type"]), str(outcome["error"]["message"]))
+        return outcome.get("answer")
+
+    def _forked(self, instruction: str, env: Environment) -> dict[str, Any]:
+        """Run it in a child forked from a zygote that imported it once (``_zygote``)."""
+        names = (*SAFE_ENV, *self.allow_env)
+        environ = {k: os.environ[k] for k in names if k in os.environ}
+        rec = env._recording
+        hosts = set() if rec is None else set(rec.ignore_hosts.hosts)
+        if rec is not None and rec.source is not None:
+            hosts |= rec.source.ignore_hosts.hosts
+        try:
+            key, zygote = _zygote.take(self.entry, environ)
+        except _zygote.ZygoteFailed as exc:
+            raise AgentCommandFailed(str(exc)) from None
+        try:
+            outcome, said = zygote.run(
+                instruction,
+                env.variables(),
+                rec,
+                sorted(hosts),
+                self.allow_hosts,
+                self.timeout,
+                self.memory_mb,
+            )
+        except _zygote.ZygoteFailed as exc:
+            raise AgentCommandFailed(f"the agent {self.entry} {exc}") from None
+        finally:
+            _zygote.give(key, zygote)
+        if outcome is None:
+            last = f": {said}" if said else ""
+            raise AgentCommandFailed(f"the agent {self.entry} said nothing{last}")
+        return outcome
+
+    def _started(self, instruction: str, env: Environment) -> dict[str, Any]:
+        """Run it in a child of its own (``python -m replay.modes._child``)."""
         with tempfile.TemporaryDirectory(prefix="replay-answer-") as box:
             answer = os.path.join(box, "answer.json")
             AgentCommand(
@@ -275,9 +313,7 @@ class ChildAgent:
             )(instruction, env)
             try:
                 with open(answer, encoding="utf-8") as given:
-                    outcome = json.load(given)
+                    outcome: dict[str, Any] = json.load(given)
             except (OSError, ValueError):
                 raise AgentCommandFailed(f"the agent {self.entry} said nothing") from None
-        if "error" in outcome:
-            raise AgentFailed(str(outcome["error"]["type"]), str(outcome["error"]["message"]))
-        return outcome.get("answer")
+        return outcome

@@ -76,6 +76,9 @@ class Environment:
           (``llm_proxy``: recorded, or answered frozen, as an in-process call);
           ``REPLAY_MODEL`` when a model is set, ``REPLAY_SETTINGS`` (``--set``, as JSON);
         - ``REPLAY_MCP_URL`` and ``REPLAY_MCP_COMMAND``: the trial's tools over MCP;
+        - ``REPLAY_USER_URL``, in a multi-turn case: the simulated user (``POST``
+          ``{"text": ...}``, answered ``{"reply": ...}``, ``null`` once it has ended;
+          the instruction is its opening message);
         - ``REPLAY_MCP_<NAME>_URL`` and ``REPLAY_MCP_<NAME>_COMMAND``: each
           third-party server's proxy (``NAME`` upper-cased, other characters ``_``);
           ``REPLAY_MCP_SERVERS``: all of them by name, as JSON.
@@ -94,6 +97,8 @@ class Environment:
         }
         if self.model is not None:
             found["REPLAY_MODEL"] = self.model
+        if self.user is not None:
+            found["REPLAY_USER_URL"] = self.user.url
         servers: list[tuple[str, McpTools | McpProxy]] = [
             (f"_{re.sub(r'[^A-Z0-9]', '_', name.upper())}", server)
             for name, server in self.mcp_servers.items()

@@ -77,6 +77,7 @@ MODE = Mode(
         "world": "a fresh copy of the fixture",
     },
     _sandbox,
+    walled=True,
 )
 RECORD = Mode(
     "record",

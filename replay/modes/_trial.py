@@ -149,6 +149,8 @@ def run_agent(
             finally:
                 for server in servers:
                     server.close()
+                if env.user is not None:
+                    env.user.close()
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except KeyboardInterrupt:

@@ -125,6 +125,7 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
             "--store", store,
             "--llm-url", llm.openai_base_url, "--agent", "killer:agent", *TOOLS,
             "-k", "3", "--workers", "2", "-j", "4", "--executor", executor,
+            "--isolation", "none",  # (an agent in the worker's process, that ends it)
             *(["--ship", str(tmp_path / "agents")] if executor == "ray" else []),
         )  # fmt: skip
     assert code == 0, err

@@ -159,3 +159,18 @@ def test_a_bare_stop_is_a_turn_a_frozen_user_replays(
     user.opening()
     assert user.say("Sure, which order number is it?") == "It's order 4812."
     assert user.say("Refunded.") is None and user.ended  # the stop, though it said nothing
+
+
+def test_a_walled_agent_talks_with_the_user_through_its_channel(
+    tmp_path: Path, recorded: tuple[str, Path, Cassette]
+) -> None:
+    """``--isolation process``: ``env.user.say`` is a request to ``REPLAY_USER_URL``."""
+    from replay.channels._isolation import unavailable
+
+    if unavailable() is not None:
+        pytest.skip(f"isolation is unavailable here: {unavailable()}")
+    _, _, in_process = recorded
+    store = str(tmp_path / "walled.db")
+    with StubLLM(RefundChatPolicy()) as llm:
+        walled = run(store, "walled", "--llm-url", llm.openai_base_url, "--isolation", "process")
+    assert trajectory(walled) == trajectory(in_process)

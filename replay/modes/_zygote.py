@@ -1,0 +1,399 @@
+"""Walled Python agents, started once: a zygote per agent that forks each trial.
+
+A walled Python agent (``--agent MOD:FN --isolation process``) would pay its
+interpreter's start and its imports (a framework: seconds) on every trial.
+A ``Zygote`` is one sandbox (``_isolation.sandbox_argv``: its own network,
+processes, a read-only filesystem) running ``python -m replay.modes._child
+--serve SOCKET MOD:FN``: it imports the agent once, then for each trial the
+harness sends it (the trial's forwards, allowed names, filter socket,
+environment and instruction) it
+
+- listens on the trial's endpoint ports (bridged to the harness, ``Walls``),
+- forks a child that drops every capability, installs the seccomp filter
+  (its listener handed to the trial's supervisor: violations recorded as in
+  ``Walls``), takes the trial's environment and runs the agent, its outcome
+  to the trial's answer file (``_child.run``),
+- waits for it (stopping it past ``--trial-memory``), stops what it left
+  running, closes the trial's ports and empties ``/tmp``: the next trial
+  starts from the zygote as it was after the import, with nothing of this one.
+
+A zygote runs one trial at a time; concurrent trials take one each from the
+pool (``_POOL``), made on demand and kept until the process exits. One that
+runs past a trial's deadline is stopped, and the next trial makes a new one.
+What the agent's module does when imported runs once, in the zygote, walled
+but not watched (no trial's violations to record it in).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from recorder import ReplayError
+
+from ..channels import _forward, _seccomp
+from ..channels._isolation import Sink, Walls, sandbox_argv, write_names
+
+READY_S = 120.0
+"""Seconds a zygote may take to import its agent."""
+
+
+class ZygoteFailed(ReplayError):
+    """A zygote could not start, import its agent, or answer."""
+
+
+class _Quiet:
+    """A sink for a trial without a recording: nothing to record in."""
+
+    def violation(self, action: str, target: str, via: str) -> None:
+        """Dropped."""
+
+    def warn(self, message: str) -> None:
+        """Dropped."""
+
+
+class Zygote:
+    """One walled process with ``entry`` imported, forking a child per trial."""
+
+    def __init__(self, entry: str, environ: Mapping[str, str]) -> None:
+        self.dir = tempfile.mkdtemp(prefix="replay-zygote-")
+        write_names(self.dir, {})
+        path = os.path.join(self.dir, "zygote")
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(path)
+        listener.listen(1)
+        # It imports the agent as the harness would: from this process's import path (each
+        # folder shown inside, read-only), which holds the working directory.
+        here = [p for p in dict.fromkeys([os.getcwd(), *sys.path]) if p and os.path.isdir(p)]
+        program = [sys.executable, "-m", "replay.modes._child", "--serve", path, entry, *here]
+        self._log = open(os.path.join(self.dir, "zygote.log"), "wb")  # noqa: SIM115
+        try:
+            self._process = subprocess.Popen(
+                [*sandbox_argv(program, [self.dir], self.dir), *program],
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=self._log,
+                env=dict(environ),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.close()
+            raise ZygoteFailed(f"the agent {entry} could not start walled in: {exc}") from None
+        listener.settimeout(READY_S)
+        try:
+            self._conn, _ = listener.accept()
+            self._lines = self._conn.makefile("rb")
+            ready = self._reply(READY_S)
+        except (OSError, ZygoteFailed):
+            self.close()
+            raise ZygoteFailed(f"the agent {entry} did not start walled in{self._said()}") from None
+        finally:
+            listener.close()
+        if "error" in ready:
+            self.close()
+            raise ZygoteFailed(f"the agent {entry} cannot be loaded: {ready['error']}")
+
+    def _reply(self, timeout: float) -> dict[str, Any]:
+        self._conn.settimeout(timeout)
+        line = self._lines.readline()
+        if not line:
+            raise ZygoteFailed("the zygote ended")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def _said(self) -> str:
+        with contextlib.suppress(OSError):
+            with open(os.path.join(self.dir, "zygote.log"), "rb") as log:
+                lines = [line for line in log.read().decode(errors="replace").splitlines() if line]
+            if lines:
+                return f": {lines[-1].strip()[:300]}"
+        return ""
+
+    @property
+    def alive(self) -> bool:
+        """Whether it can take another trial."""
+        return self._process.poll() is None
+
+    def run(
+        self,
+        instruction: str,
+        variables: Mapping[str, str],
+        sink: Sink | None,
+        ignored: Sequence[str],
+        allow: Sequence[tuple[str, int]],
+        timeout: float,
+        memory_mb: int | None,
+    ) -> tuple[dict[str, Any] | None, str]:
+        """Run one trial; its outcome (None: it said nothing) and its last words on stderr.
+
+        Raises:
+            ZygoteFailed: It ran past ``timeout`` (the zygote is stopped), held more
+                than ``memory_mb``, or the zygote failed.
+        """
+        walls = Walls(variables, (), sink or _Quiet(), ignored, allow, root=self.dir)
+        with walls:
+            given = walls.linked(variables)
+            answer = os.path.join(walls.folder, "answer.json")
+            stderr = os.path.join(walls.folder, "stderr")
+            write_names(self.dir, walls.names)
+            request = {
+                "forward": walls.forwards(),
+                "control": walls.control,
+                "environ": {**given, "REPLAY_ANSWER": answer},
+                "instruction": instruction,
+                "stderr": stderr,
+                "memory_mb": memory_mb,
+            }
+            self._conn.sendall(json.dumps(request).encode() + b"\n")
+            started = time.monotonic()
+            try:
+                reply = self._reply(timeout)
+            except (TimeoutError, OSError, ZygoteFailed) as exc:
+                late = time.monotonic() - started >= timeout - 0.05
+                self.close()
+                if late:
+                    raise ZygoteFailed(
+                        f"did not finish within its deadline of {timeout:g} s (--trial-timeout)"
+                    ) from None
+                raise ZygoteFailed(f"the zygote failed ({exc}){self._said()}") from None
+            said = ""
+            with contextlib.suppress(OSError):
+                with open(stderr, "rb") as err:
+                    lines = [
+                        line
+                        for line in err.read()[-65536:].decode(errors="replace").splitlines()
+                        if line.strip()
+                    ]
+                said = lines[-1].strip()[:300] if lines else ""
+            if reply.get("memory"):
+                raise ZygoteFailed(
+                    f"held {reply['memory']} MB, more than its {memory_mb} MB (--trial-memory), "
+                    "and was stopped"
+                )
+            try:
+                with open(answer, encoding="utf-8") as told:
+                    return json.load(told), said
+            except (OSError, ValueError):
+                return None, said
+
+    def close(self) -> None:
+        """Stop it (and whatever trial it runs)."""
+        process = getattr(self, "_process", None)
+        if process is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+        self._log.close() if hasattr(self, "_log") else None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_POOL: dict[tuple[Any, ...], list[Zygote]] = {}
+_LOCK = threading.Lock()
+
+
+def supported() -> bool:
+    """Whether trials can be forked from zygotes here (the filter is written for this machine)."""
+    return _seccomp.supported()
+
+
+def take(entry: str, environ: Mapping[str, str]) -> tuple[tuple[Any, ...], Zygote]:
+    """An idle zygote of ``entry`` started with ``environ`` (made if none is idle)."""
+    key = (entry, os.getcwd(), tuple(sys.path), tuple(sorted(environ.items())))
+    with _LOCK:
+        idle = _POOL.setdefault(key, [])
+        while idle:
+            zygote = idle.pop()
+            if zygote.alive:
+                return key, zygote
+            zygote.close()
+    return key, Zygote(entry, environ)
+
+
+def give(key: tuple[Any, ...], zygote: Zygote) -> None:
+    """Return a zygote to the pool (a dead one is closed)."""
+    if not zygote.alive:
+        zygote.close()
+        return
+    with _LOCK:
+        _POOL.setdefault(key, []).append(zygote)
+
+
+@atexit.register
+def close_all() -> None:
+    """Stop every zygote."""
+    with _LOCK:
+        zygotes = [z for idle in _POOL.values() for z in idle]
+        _POOL.clear()
+    for zygote in zygotes:
+        zygote.close()
+
+
+# -- inside the sandbox ---------------------------------------------------------------------
+
+
+class _Reports:
+    """Where the resolver tells names looked up: the current trial's filter socket."""
+
+    def __init__(self) -> None:
+        self.current: socket.socket | None = None
+
+    def sendall(self, data: bytes) -> None:
+        """To the current trial, if any (a name looked up between trials is the zygote's)."""
+        current = self.current
+        if current is not None:
+            with contextlib.suppress(OSError):
+                current.sendall(data)
+
+
+def serve(path: str, entry: str) -> int:
+    """Inside: import ``entry``, then run each trial the harness at ``path`` sends."""
+    from ._child import run
+    from ._plan import load_callable
+
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(path)
+    try:
+        agent = load_callable(entry)
+    except Exception as exc:
+        conn.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
+        return 1
+    reports, names = _Reports(), dict[str, str]()
+    resolver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    resolver.bind(("127.0.0.1", 53))  # (the one capability the walls leave the zygote)
+    threading.Thread(
+        target=_forward.answer_dns, args=(resolver, reports, names), daemon=True
+    ).start()
+    conn.sendall(b'{"ready": true}\n')
+    keep = {conn.fileno(), resolver.fileno()}
+    for line in conn.makefile("rb"):
+        request = json.loads(line)
+        names.clear()
+        names.update(
+            dict(
+                a.removeprefix("--name=").split("=", 1)
+                for a in request["forward"]
+                if a.startswith("--name=")
+            )
+        )
+        outcome = _trial(agent, request, reports, keep, run)
+        conn.sendall(json.dumps(outcome).encode() + b"\n")
+    return 0
+
+
+def _trial(
+    agent: Any, request: dict[str, Any], reports: _Reports, keep: set[int], run: Any
+) -> dict[str, Any]:
+    listeners = []
+    for pair in request["forward"]:
+        if pair.startswith("--name="):
+            continue
+        where, _, path = pair.partition("=")
+        address, _, port = where.rpartition(":")
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address or "127.0.0.1", int(port)))
+        listener.listen(64)
+        threading.Thread(target=_forward.serve, args=(listener, path), daemon=True).start()
+        listeners.append(listener)
+    control = socket.socket(socket.AF_UNIX)
+    control.connect(request["control"])
+    said_r, said_w = os.pipe()
+    go_r, go_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setsid()
+            for fd in (*keep, control.fileno(), *(s.fileno() for s in listeners), said_r, go_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            try:
+                fd = _seccomp.install()
+                os.write(said_w, str(fd).encode())
+            except OSError as exc:
+                fd = -1
+                os.write(said_w, f"-1 {exc}".encode()[:400])
+            os.close(said_w)
+            os.read(go_r, 1)
+            if fd >= 0:
+                os.close(fd)
+            err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(err, 1)
+            os.dup2(err, 2)
+            os.environ.clear()
+            os.environ.update(request["environ"])
+            run(agent, request["instruction"], request["environ"])
+        finally:
+            os._exit(0)
+    os.close(said_w)
+    os.close(go_r)
+    said = os.read(said_r, 512).decode()
+    os.close(said_r)
+    if said.startswith("-1"):
+        control.sendall(f"unavailable: {said[3:]}\n".encode())
+    else:
+        listener_fd = _seccomp.fetch_fd(child, int(said))
+        socket.send_fds(control, [b"listener\n"], [listener_fd])
+        os.close(listener_fd)
+    reports.current = control
+    os.write(go_w, b"g")
+    os.close(go_w)
+    over: list[int] = []
+    limit = request.get("memory_mb")
+    if limit:
+        from ._command import _resident_mb
+
+        def watch() -> None:
+            while not done.is_set():
+                held = _resident_mb(child)
+                if held > limit:
+                    over.append(held)
+                    with contextlib.suppress(OSError):
+                        os.killpg(child, signal.SIGKILL)
+                    return
+                done.wait(0.1)
+
+        done = threading.Event()
+        threading.Thread(target=watch, daemon=True).start()
+    status = os.waitpid(child, 0)[1]
+    if limit:
+        done.set()
+    with contextlib.suppress(OSError):
+        os.killpg(child, signal.SIGKILL)  # what it left running
+    reports.current = None
+    control.close()
+    for listener in listeners:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+    _empty_tmp()
+    return {"code": os.waitstatus_to_exitcode(status), "memory": over[0] if over else None}
+
+
+def _empty_tmp() -> None:
+    """Remove what the trial left in ``/tmp``: never a folder bound there (or holding one)."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
+        mounts = [line.split()[4] for line in info if len(line.split()) > 4]
+    for name in os.listdir("/tmp"):
+        target = os.path.join("/tmp", name)
+        if any(m == target or m.startswith(target + "/") for m in mounts):
+            continue
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(target)

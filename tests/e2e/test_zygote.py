@@ -1,0 +1,80 @@
+"""Walled Python agents forked from a zygote: imported once, each trial as if the first.
+
+A zygote (``replay.modes._zygote``) imports the agent once in its sandbox and
+forks a child per trial: what one trial leaves (a file in ``/tmp``, a module's
+state) the next does not see; each trial's violations are its own; a trial past
+its deadline or memory is an error and the next trial still runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recorder import ViolationEvent
+from replay import load_case, sandbox
+from replay.channels._isolation import unavailable
+from replay.modes import NO_LLM_URL
+from replay.modes._command import ChildAgent
+from replay.modes._zygote import supported
+
+pytestmark = pytest.mark.skipif(
+    unavailable() is not None or not supported(),
+    reason=f"walls or their filter are unavailable here: {unavailable()}",
+)
+
+
+def _case(tmp_path: Path, name: str) -> Path:
+    (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"id: {name}\ninstruction: {name}\nfixture: w.sql\n")
+    return path
+
+
+def _trial(tmp_path: Path, agent: ChildAgent, name: str) -> object:
+    return sandbox(
+        load_case(_case(tmp_path, name)), agent, lambda conn: [], tmp_path / f"{name}.cassette",
+        llm_base_url=NO_LLM_URL,
+    )  # fmt: skip
+
+
+def test_each_trial_forked_from_one_import_finds_nothing_of_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZYGOTE_SECRET", "sk_live_not_for_the_agent")
+    agent = ChildAgent("tests.e2e.zygote_agents:leave_traces")
+    trials = [_trial(tmp_path, agent, f"t{i}") for i in range(3)]
+    seen = [json.loads(t.trial.answer) for t in trials]  # type: ignore[attr-defined]
+    assert [s["tmp"] for s in seen] == [False, False, False]
+    assert [s["state"] for s in seen] == [[], [], []]
+    assert len({s["imported_at"] for s in seen}) == 1  # one import, three trials
+    assert {s["secret"] for s in seen} == {None}
+    for trial in trials:
+        events = trial.trial.cassette.events  # type: ignore[attr-defined]
+        violations = [e.target for e in events if isinstance(e, ViolationEvent)]
+        assert violations == ["10.9.9.9:80"]  # its own, once: not a neighbour's
+        assert trial.outcome.verdict.value == "fail"  # type: ignore[attr-defined]
+
+
+def test_a_trial_past_its_deadline_is_an_error_and_the_next_one_runs(tmp_path: Path) -> None:
+    late = _trial(tmp_path, ChildAgent("tests.e2e.zygote_agents:sleeps", timeout=2), "late")
+    assert late.outcome.verdict.value == "error"  # type: ignore[attr-defined]
+    assert any("deadline of 2 s" in e for e in late.outcome.evidence)  # type: ignore[attr-defined]
+    after = _trial(tmp_path, ChildAgent("tests.e2e.zygote_agents:leave_traces"), "after")
+    assert json.loads(after.trial.answer)["tmp"] is False  # type: ignore[attr-defined]
+
+
+def test_a_trial_over_its_memory_is_an_error(tmp_path: Path) -> None:
+    agent = ChildAgent("tests.e2e.zygote_agents:hoards", memory_mb=200)
+    trial = _trial(tmp_path, agent, "hoard")
+    assert trial.outcome.verdict.value == "error"  # type: ignore[attr-defined]
+    assert any("--trial-memory" in e for e in trial.outcome.evidence)  # type: ignore[attr-defined]
+
+
+def test_an_agent_that_cannot_be_imported_is_one_line(tmp_path: Path) -> None:
+    trial = _trial(tmp_path, ChildAgent("tests.e2e.zygote_agents:nowhere"), "missing")
+    assert trial.outcome.verdict.value == "error"  # type: ignore[attr-defined]
+    (said,) = [e for e in trial.outcome.evidence if "cannot be loaded" in e]  # type: ignore[attr-defined]
+    assert "nowhere" in said and "\n" not in said
