@@ -47,6 +47,7 @@ RECORDER = [
     "Playback",
     "RecordedAnswers",
     "Recording",
+    "RecordingClosed",
     "Redaction",
     "ReplayError",
     "RowChange",
