@@ -106,6 +106,7 @@ REPLAY = [
     "value_diff",
     # modes
     "Environment",
+    "Limits",
     "TrialResult",
     "load_callable",
     "offline",
@@ -185,6 +186,7 @@ MODES = [
     "REGISTRY",
     "Agent",
     "Environment",
+    "Limits",
     "Mode",
     "Prices",
     "Steps",

@@ -22,13 +22,14 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from recorder import ConfigError, ReplayError
 
 from ..channels._isolation import Walls
 from ..channels._upstream import SAFE_ENV
 from ._environment import Environment
+from ._guards import LimitExceeded
 
 TIMEOUT_S = 600.0
 """Seconds the program may run before it is stopped and the trial is an error
@@ -36,7 +37,7 @@ TIMEOUT_S = 600.0
 
 
 class AgentCommandFailed(ReplayError):
-    """The agent's program exited with an error, or did not finish in time."""
+    """The agent's program could not start, or exited with an error."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class AgentCommand:
     """Folders it may write inside the walls (besides its private ``/tmp``)."""
     extra: tuple[tuple[str, str], ...] = ()
     """Variables given besides ``env.variables()``."""
+    own_deadline: ClassVar[bool] = True
+    """It keeps its deadline itself (``replay.modes._guards``: not run under a second one)."""
 
     @classmethod
     def parse(cls, line: str) -> AgentCommand:
@@ -80,7 +83,9 @@ class AgentCommand:
         """Run the program on ``instruction``; its stdout is the answer.
 
         Raises:
-            AgentCommandFailed: It could not start, exited non-zero, or ran too long.
+            AgentCommandFailed: It could not start, or exited non-zero.
+            LimitExceeded: It ran past its deadline (guard ``timeout``) or held more
+                memory than its cap (``memory``), and was stopped.
             ConfigError: The case has a simulated user (not available to a program).
         """
         if env.user is not None:
@@ -125,14 +130,16 @@ class AgentCommand:
         process.wait()
         answer, said = out.text(), err.text()
         if late:
-            raise AgentCommandFailed(
+            raise LimitExceeded(
                 f"the agent command `{shown}` did not finish within its deadline of "
-                f"{self.timeout:g} s (--trial-timeout)"
+                f"{self.timeout:g} s (--trial-timeout)",
+                guard="timeout",
             )
         if over:
-            raise AgentCommandFailed(
+            raise LimitExceeded(
                 f"the agent command `{shown}` held {over[0]} MB, more than its "
-                f"{self.memory_mb} MB (--trial-memory), and was stopped"
+                f"{self.memory_mb} MB (--trial-memory), and was stopped",
+                guard="memory",
             )
         if process.returncode != 0:
             lines = [line for line in said.splitlines() if line.strip()]
@@ -239,13 +246,16 @@ class ChildAgent:
     timeout: float = TIMEOUT_S
     isolation: Literal["none", "process"] = "process"
     memory_mb: int | None = None
+    own_deadline: ClassVar[bool] = True
+    """It keeps its deadline itself, as its child's ``AgentCommand``."""
 
     def __call__(self, instruction: str, env: Environment) -> Any:
         """Run the agent in the child; return what it returned.
 
         Raises:
             AgentFailed: The agent raised (its type and message).
-            AgentCommandFailed: The child itself failed (could not start, ran too long).
+            AgentCommandFailed: The child itself failed (could not start, said nothing).
+            LimitExceeded: The child ran past its deadline or over its memory cap.
             ConfigError: The case has a simulated user (not available in a child).
         """
         with tempfile.TemporaryDirectory(prefix="replay-answer-") as box:
