@@ -12,6 +12,7 @@ ReplayError
 ├─ CaseFileError (+ValueError) a case file is malformed: names file and field
 ├─ FixtureError                the starting world cannot be built
 ├─ SandboxViolation            a sandboxed trial reached a host it may not
+├─ RecordingClosed             a call came after its recording closed (``refuse_late``)
 └─ ConfigError                 bad settings (redaction paths, pins, ...)
 ```
 
@@ -151,3 +152,23 @@ class SandboxViolation(ReplayError):
         self.url = url
         hosts = ", ".join(allowed) or "none"
         super().__init__(f"sandbox: {url} is not an allowed endpoint (allowed hosts: {hosts})")
+
+
+class RecordingClosed(ReplayError):
+    """A call came from a thread or task its recording left running, after it closed.
+
+    Raised instead of letting the call out unrecorded (or into another
+    recording's cassette) when the recording was made with ``refuse_late=True``:
+    a harness that abandons an agent at its deadline uses it, so the agent can
+    no longer reach its tools, its LLM or any other host.
+
+    Attributes:
+        path: The closed recording's cassette.
+    """
+
+    def __init__(self, *, path: str | Path) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"the recording into {self.path} has closed: a call made after it (from a thread "
+            "or task its trial left running) is refused"
+        )

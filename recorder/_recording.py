@@ -143,6 +143,8 @@ class Recording:
         allowed_hosts: Iterable[str] | None = None,
         ignore_hosts: Iterable[str] | None = None,
         interpose: Callable[[HttpRequest], HttpResponse | None] | None = None,
+        check_result: Callable[[str, Any], None] | None = None,
+        refuse_late: bool = False,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     ) -> None:
@@ -160,6 +162,14 @@ class Recording:
         self.interpose = interpose
         """When set, asked first for every HTTP request: a response it returns is the answer
         (recorded as usual) and the request goes nowhere (fault injection)."""
+        self.check_result = check_result
+        """When set, called with each recorded tool call's name and result (JSON-ready) before
+        the result is returned: an exception it raises is the call's outcome instead, recorded
+        as its error and raised to the caller (a cap on what the agent is given)."""
+        self.refuse_late = refuse_late
+        """When set, a call made after the recording closed, from a thread or task started in
+        its context (an agent abandoned at its deadline), raises ``RecordingClosed`` instead
+        of going out unrecorded or into another active recording's cassette."""
         self.redaction = redaction or Redaction()
         self.world = world
         self._secrets = Secrets()
@@ -319,6 +329,12 @@ class Recording:
             shown = self.redaction.redact_url(url, self._secrets)
             self.violation("http", shown, "http")
             raise SandboxViolation(url=shown, allowed=self.allowed_hosts)
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The events recorded so far, in order (a snapshot)."""
+        with self._lock:
+            return tuple(self._events)
 
     def now(self) -> float:
         """Seconds since recording started."""

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Union
 
-from ._errors import FixtureUnsupported
+from ._errors import FixtureUnsupported, RecordingClosed
 
 if TYPE_CHECKING:
     from ._playback import Playback
@@ -53,13 +53,18 @@ def current_session() -> Session | None:
     Raises:
         FixtureUnsupported: Several sessions are active, none in this context,
             and one of them is a playback: the call must not reach the network.
+        RecordingClosed: This context's recording has closed and refuses late
+            calls (``record(..., refuse_late=True)``).
     """
     if _outside.get():
         return None
     session = _current.get()
     active = _active
-    if session is not None and session in active:
-        return session
+    if session is not None:
+        if session in active:
+            return session
+        if getattr(session, "refuse_late", False):  # a thread or task the trial left running
+            raise RecordingClosed(path=getattr(session, "path", ""))
     if len(active) == 1:
         return active[0]
     if any(s.playback for s in active):

@@ -37,6 +37,7 @@ if _typing.TYPE_CHECKING:
     from .integrations._taubench import TauBenchImport, import_tau_bench_trajectories
     from .modes import (
         Environment,
+        Limits,
         ToolFactory,
         TrialPlan,
         TrialResult,
@@ -91,6 +92,7 @@ _EXPORTS = {
     "Environment": ".modes",
     "ExitCode": "._exit",
     "JudgeAgreement": ".results._calibration",
+    "Limits": ".modes",
     "McpServer": ".channels._mcp_proxy",
     "AgentCommand": ".modes._command",
     "Fixture": ".worlds._world",
@@ -183,6 +185,7 @@ __all__ = [
     "HealthFlag",
     "JudgeAgreement",
     "JudgeSettings",
+    "Limits",
     "LlmSettings",
     "McpServer",
     "Promoted",

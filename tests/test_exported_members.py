@@ -47,6 +47,7 @@ RECORDER = [
     "Playback",
     "RecordedAnswers",
     "Recording",
+    "RecordingClosed",
     "Redaction",
     "ReplayError",
     "RowChange",
@@ -106,6 +107,7 @@ REPLAY = [
     "value_diff",
     # modes
     "Environment",
+    "Limits",
     "TrialResult",
     "load_callable",
     "offline",
@@ -185,6 +187,7 @@ MODES = [
     "REGISTRY",
     "Agent",
     "Environment",
+    "Limits",
     "Mode",
     "Prices",
     "Steps",

@@ -137,14 +137,29 @@ _URLS = ("http://", "https://")
     type=click.FloatRange(min=0, min_open=True),
     default=600.0,
     show_default=True,
-    help="Seconds an agent in a process of its own (--agent-cmd, or --isolation process) "
-    "may run; past it, it is stopped and the trial is an error.",
+    help="Seconds the agent may run in a trial, wherever it runs; past it, a program or "
+    "walled agent is stopped, an in-process async agent cancelled, a sync one left behind "
+    "(its later tool and LLM calls refused), and the trial is an error (guard timeout).",
 )
 @click.option(
     "--trial-memory",
     type=click.IntRange(min=1),
-    help="Megabytes an agent in a process of its own may hold (resident, its processes "
-    "together); past it, it is stopped and the trial is an error.",
+    help="Megabytes an agent in a process of its own (--agent-cmd, or --isolation process) "
+    "may hold (resident, its processes together); past it, it is stopped and the trial is "
+    "an error (guard memory).",
+)
+@click.option(
+    "--max-llm-tokens",
+    type=click.IntRange(min=1),
+    help="Input+output tokens (as the LLM reports them) a trial's LLM calls may use; past "
+    "it, the trial is an error (guard llm_tokens) and its next LLM request is refused "
+    "(HTTP 403). A reply without usage cannot be counted (the cassette says so).",
+)
+@click.option(
+    "--max-tool-result-chars",
+    type=click.IntRange(min=1),
+    help="Characters (as JSON) of a tool result the agent may be given; a longer one is "
+    "an error of that call instead, and the trial is an error (guard tool_result_chars).",
 )
 @click.option("--tools", help="Tool factory module:function taking the world's connection.")
 @click.option(
@@ -304,6 +319,8 @@ def run(
     isolation: str,
     trial_timeout: float,
     trial_memory: int | None,
+    max_llm_tokens: int | None,
+    max_tool_result_chars: int | None,
     tools: str | None,
     trials: int,
     llm: str | None,
@@ -361,6 +378,11 @@ def run(
     turns, from --cassettes), so an agent-only change replays against the
     same user.
 
+    Limits (--trial-timeout, --trial-memory, --max-llm-tokens,
+    --max-tool-result-chars) hold each trial of the modes that run the agent:
+    a trial that hits one is an error of cause limit, the limit is its guard
+    flag, and the run goes on.
+
     Third-party MCP servers (--mcp-server NAME=COMMAND|URL) sit behind a
     recording proxy the agent reaches at env.mcp_servers[NAME]: started per
     trial where tools run, answered from the cassettes offline.
@@ -411,6 +433,8 @@ def run(
                 timeout=trial_timeout,
                 memory_mb=trial_memory,
                 allow_hosts=[":".join(map(str, allowed_host(h))) for h in allow_hosts],
+                max_llm_tokens=max_llm_tokens,
+                max_tool_result_chars=max_tool_result_chars,
             ),
             llm=LlmSettings(
                 llm,  # type: ignore[arg-type]

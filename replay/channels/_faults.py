@@ -191,9 +191,9 @@ class FaultInjector:
 
     def http(self, request: HttpRequest) -> HttpResponse | None:
         """Answer an LLM call with an injected 429/503, or None to let it through."""
-        path = request.url.split("?", 1)[0]
-        if not path.endswith(_LLM_PATHS):
+        if not is_llm_request(request):
             return None
+        path = request.url.split("?", 1)[0]
         fault = self._draw(llm=True)
         if fault is None:
             return None
@@ -204,6 +204,11 @@ class FaultInjector:
         if status == 429:
             headers.append(("retry-after", "0"))
         return HttpResponse(status=status, headers=headers, chunks=[json.dumps(body).encode()])
+
+
+def is_llm_request(request: HttpRequest) -> bool:
+    """Whether a request is an LLM call (chat completions, Responses, Anthropic messages)."""
+    return request.url.split("?", 1)[0].endswith(_LLM_PATHS)
 
 
 def _truncated(result: Any) -> Any:

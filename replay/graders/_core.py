@@ -205,6 +205,9 @@ class Cause(str, enum.Enum):
     """The trial could not run (a bad world, a worker that died with it...)."""
     SERVER = "server"
     """A third-party MCP server the agent used failed (did not start, died, garbled or hung)."""
+    LIMIT = "limit"
+    """A limit of the trial fired (its deadline, memory, LLM tokens or a tool result's size):
+    which ones are the trial's guard flags."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +218,7 @@ class Outcome:
     score: float | None
     grades: tuple[Grade, ...] = field(default_factory=tuple)
     cause: Cause | None = None
-    """Set when the trial is an ``error`` that is the agent's, the user's or the harness's."""
+    """Set when the trial is an ``error`` that no grade is to blame for (whose, or a limit)."""
     detail: tuple[str, ...] = ()
     """What went wrong, for the ``cause``."""
 

@@ -28,6 +28,7 @@ from . import _offline, _review, _sandbox
 from ._base import REGISTRY, Mode, register
 from ._drive import Steps, drive, drive_async
 from ._environment import Environment, as_function
+from ._guards import Limits
 from ._offline import offline, offline_steps
 from ._plan import (
     NO_LLM_URL,
@@ -70,6 +71,7 @@ __all__ = [
     "REGISTRY",
     "Agent",
     "Environment",
+    "Limits",
     "Mode",
     "Prices",
     "Steps",

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from recorder import ConfigError, ReplayError
 
@@ -30,6 +30,7 @@ from ..channels._isolation import Walls
 from ..channels._upstream import SAFE_ENV
 from . import _zygote
 from ._environment import Environment
+from ._guards import LimitExceeded
 
 TIMEOUT_S = 600.0
 """Seconds the program may run before it is stopped and the trial is an error
@@ -37,7 +38,7 @@ TIMEOUT_S = 600.0
 
 
 class AgentCommandFailed(ReplayError):
-    """The agent's program exited with an error, or did not finish in time."""
+    """The agent's program could not start, or exited with an error."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ class AgentCommand:
     (``--allow-host``: a name resolved and connected to from the harness)."""
     allow_env: tuple[str, ...] = ()
     """Variables of the harness's environment it is given (``--allow-env``); no other is."""
+    own_deadline: ClassVar[bool] = True
+    """It keeps its deadline itself (``replay.modes._guards``: not run under a second one)."""
 
     @classmethod
     def parse(cls, line: str) -> AgentCommand:
@@ -86,7 +89,9 @@ class AgentCommand:
         """Run the program on ``instruction``; its stdout is the answer.
 
         Raises:
-            AgentCommandFailed: It could not start, exited non-zero, or ran too long.
+            AgentCommandFailed: It could not start, or exited non-zero.
+            LimitExceeded: It ran past its deadline (guard ``timeout``) or held more
+                memory than its cap (``memory``), and was stopped.
         """
         names = (*SAFE_ENV, *self.allow_env)
         inherited = {k: os.environ[k] for k in names if k in os.environ}
@@ -134,14 +139,16 @@ class AgentCommand:
         process.wait()
         answer, said = out.text(), err.text()
         if late:
-            raise AgentCommandFailed(
+            raise LimitExceeded(
                 f"the agent command `{shown}` did not finish within its deadline of "
-                f"{self.timeout:g} s (--trial-timeout)"
+                f"{self.timeout:g} s (--trial-timeout)",
+                guard="timeout",
             )
         if over:
-            raise AgentCommandFailed(
+            raise LimitExceeded(
                 f"the agent command `{shown}` held {over[0]} MB, more than its "
-                f"{self.memory_mb} MB (--trial-memory), and was stopped"
+                f"{self.memory_mb} MB (--trial-memory), and was stopped",
+                guard="memory",
             )
         if process.returncode != 0:
             lines = [line for line in said.splitlines() if line.strip()]
@@ -250,13 +257,16 @@ class ChildAgent:
     memory_mb: int | None = None
     allow_hosts: tuple[tuple[str, int], ...] = ()
     allow_env: tuple[str, ...] = ()
+    own_deadline: ClassVar[bool] = True
+    """It keeps its deadline itself, as its child's ``AgentCommand``."""
 
     def __call__(self, instruction: str, env: Environment) -> Any:
         """Run the agent in the child; return what it returned.
 
         Raises:
             AgentFailed: The agent raised (its type and message).
-            AgentCommandFailed: The child itself failed (could not start, ran too long).
+            AgentCommandFailed: The child itself failed (could not start, said nothing).
+            LimitExceeded: The child ran past its deadline or over its memory cap.
         """
         if self.isolation == "process" and _zygote.supported():
             outcome = self._forked(instruction, env)
@@ -289,6 +299,8 @@ class ChildAgent:
                 self.memory_mb,
             )
         except _zygote.ZygoteFailed as exc:
+            if exc.guard is not None:
+                raise LimitExceeded(f"the agent {self.entry} {exc}", guard=exc.guard) from None
             raise AgentCommandFailed(f"the agent {self.entry} {exc}") from None
         finally:
             _zygote.give(key, zygote)

@@ -28,12 +28,14 @@ from ..worlds._world import World
 from ._base import Mode
 from ._drive import Steps, driven
 from ._environment import dispatcher, environment
+from ._guards import Guards, Limits
 from ._plan import NO_LLM_URL, Agent, Prices, ToolFactory, TrialPlan
 from ._trial import TrialResult, fresh_world, graded, misses, recorded_base_url, run_agent
 
 
 def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     started = time.perf_counter()
+    guards = Guards(plan.limits)
     recorded = plan.needs_recorded()
     world = fresh_world(plan)
     originals = list(plan.needs_tools()(world.conn))  # their schemas and effects: none runs
@@ -50,10 +52,10 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     env = environment(
         originals, replayed, plan.faults, url, plan.model, plan.settings, plan.user, servers
     )
-    cassette = yield from run_agent(plan, env, world, source, None)
+    cassette = yield from run_agent(plan, env, world, source, None, guards)
     missed = misses(player, source, plan.user.frozen if plan.user else None)
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
-    return graded(plan, cassette, world, diff, missed, started)
+    return graded(plan, cassette, world, diff, missed, started, guards)
 
 
 def _same(dispatch: Any) -> Any:
@@ -127,12 +129,15 @@ def offline_steps(
     ignore_hosts: Iterable[str] | None = None,
     graders: Iterable[str] = (),
     mcp_servers: Mapping[str, McpServer] | None = None,
+    limits: Limits | None = None,
 ) -> Steps[TrialResult]:
     """Replay ``recorded`` with ``agent``: tools answered from it, the LLM ``frozen`` or ``live``.
 
     As steps (see ``replay.modes``); ``offline`` runs them here. The trial is
     recorded into ``out``; with a ``judge``, its calls go beside it. A live LLM
     is at ``llm_base_url`` (a frozen one answers at the recorded address).
+    ``limits`` (a deadline, caps on LLM tokens and tool results) make the trial
+    an ``error`` when one fires.
 
     Raises:
         ConfigError: A live LLM without ``llm_base_url``.
@@ -159,6 +164,7 @@ def offline_steps(
         prices=prices,
         graders=tuple(graders),
         mcp_servers=dict(mcp_servers or {}),
+        limits=limits or Limits(),
     )
     return MODE.steps(plan)
 

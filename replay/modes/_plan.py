@@ -25,6 +25,7 @@ from ..channels._mcp_proxy import McpServer
 from ..channels._user import UserChannel
 from ..graders import Judge
 from ..worlds._world import World
+from ._guards import Limits
 
 if TYPE_CHECKING:
     from ._environment import Environment
@@ -83,6 +84,8 @@ class TrialPlan:
         mcp_servers: Third-party MCP servers the agent uses, by name
             (``env.mcp_servers``): started per trial behind a recording proxy where
             the mode runs tools, answered from the recording offline.
+        limits: What the trial may use: the agent's deadline, its LLM tokens, the
+            size of a tool result (``replay.modes._guards``; default: no limit).
         judge_out: Where the judge's calls are recorded (None: beside ``out``).
     """
 
@@ -107,6 +110,7 @@ class TrialPlan:
     prices: Prices | None = None
     graders: Sequence[str] = ()
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
 
     judge_out: Path | None = None
     """Where the judge's calls are recorded (None: beside ``out``, ``judge_cassette(out)``)."""

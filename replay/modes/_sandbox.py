@@ -29,12 +29,14 @@ from ..worlds._world import World
 from ._base import Mode
 from ._drive import Steps, driven
 from ._environment import dispatcher, environment
+from ._guards import Guards, Limits
 from ._plan import NO_LLM_URL, Agent, Prices, ToolFactory, TrialPlan
 from ._trial import TrialResult, fresh_world, graded, misses, recorded_base_url, run_agent
 
 
 def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult]:
     started = time.perf_counter()
+    guards = Guards(plan.limits)
     world = fresh_world(plan)
     tools = list(plan.needs_tools()(world.conn))
     source = Playback(plan.needs_recorded()) if mode.llm_source(plan.llm) == "frozen" else None
@@ -48,10 +50,10 @@ def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult
     allowed |= {"localhost"} if "127.0.0.1" in allowed else set()  # (as it was given)
     hosts = (urlsplit(url).hostname or "", *sorted(allowed)) if watched else None
     with hidden_secrets(plan.allow_env) if watched else contextlib.nullcontext():
-        cassette = yield from run_agent(plan, env, world, source, hosts)
+        cassette = yield from run_agent(plan, env, world, source, hosts, guards)
     missed = misses(source, plan.user.frozen if plan.user else None)
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
-    return graded(plan, cassette, world, diff, missed, started)
+    return graded(plan, cassette, world, diff, missed, started, guards)
 
 
 def _same(dispatch: Any) -> Any:
@@ -117,6 +119,7 @@ def sandbox_steps(
     ignore_hosts: Iterable[str] | None = None,
     graders: Iterable[str] = (),
     mcp_servers: Mapping[str, McpServer] | None = None,
+    limits: Limits | None = None,
 ) -> Steps[TrialResult]:
     """Run ``agent`` against a fresh world with real tools; record the trial into ``out``.
 
@@ -125,7 +128,8 @@ def sandbox_steps(
     like secrets are hidden from the agent unless listed in ``allow_env``; HTTP
     reaches the LLM's host and the hosts of ``allow_hosts`` (``host:port``) only.
     With a ``judge``, the case's rubric is judged; its calls are recorded
-    beside ``out`` (``<name>.judge.cassette``).
+    beside ``out`` (``<name>.judge.cassette``). ``limits`` (a deadline, caps on
+    LLM tokens and tool results) make the trial an ``error`` when one fires.
     """
     plan = TrialPlan(
         case=case,
@@ -149,6 +153,7 @@ def sandbox_steps(
         prices=prices,
         graders=tuple(graders),
         mcp_servers=dict(mcp_servers or {}),
+        limits=limits or Limits(),
     )
     return MODE.steps(plan)
 

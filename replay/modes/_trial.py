@@ -43,6 +43,7 @@ from ..worlds._diff import StateDiff
 from ..worlds._world import World, load_fixture
 from ._drive import Steps
 from ._environment import Environment
+from ._guards import Guards, LimitExceeded
 from ._plan import Prices, TrialPlan
 
 
@@ -59,6 +60,9 @@ class TrialResult:
     duration: float
     tool_use: TrialToolUse
     """What the agent did with its tools (stored with the trial, for the report)."""
+    guards: tuple[str, ...] = ()
+    """The limits that fired in the trial (``timeout``, ``memory``, ``llm_tokens``,
+    ``tool_result_chars``); any makes it an ``error`` of cause ``limit``."""
 
 
 def trial_cost(cassette: Cassette, prices: Prices | None) -> float | None:
@@ -110,13 +114,16 @@ def run_agent(
     world: World,
     source: Playback | None,
     allowed_hosts: Iterable[str] | None,
+    guards: Guards | None = None,
 ) -> Steps[Cassette]:
-    """Run the plan's agent inside a recording into ``plan.out``.
+    """Run the plan's agent inside a recording into ``plan.out``, under ``guards``.
 
     An agent that raises is recorded (an error event), not propagated;
     ``source`` answers the LLM (frozen), ``allowed_hosts`` (else any) may be reached.
+    ``guards`` hold the plan's limits (see ``_guards``) and keep which fired.
     """
     case, faults, agent = plan.case, plan.faults, plan.needs_agent()
+    guards = guards if guards is not None else Guards(plan.limits)
     user = {"mode": plan.mode, **(faults.pins() if faults is not None else {})}
     rec: Recording | None = None
     try:
@@ -131,8 +138,11 @@ def run_agent(
             source=source,
             allowed_hosts=allowed_hosts,
             ignore_hosts=plan.ignore_hosts,
-            interpose=faults.http if faults is not None else None,
+            interpose=guards.interpose(faults.http if faults is not None else None),
+            check_result=guards.check_result(),
+            refuse_late=True,  # an agent left running past its deadline reaches nothing
         ) as rec:
+            guards.recording = rec
             if faults is not None:
                 faults.recording = rec
             instruction = case.instruction
@@ -145,16 +155,20 @@ def run_agent(
             for server in servers:
                 server.recording = rec
             try:
-                answer = yield agent(instruction, env)  # the driver resolves a coroutine
+                # (the driver resolves a coroutine, under the deadline as well)
+                answer = yield guards.call(agent, instruction, env)
             finally:
                 for server in servers:
                     server.close()
+                guards.settle()
                 if env.user is not None:
                     env.user.close()
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except KeyboardInterrupt:
         raise
+    except LimitExceeded as exc:  # recorded as an error event; the trial is flagged
+        guards.fire(exc.guard, str(exc))
     except BaseException:  # recorded as an error event (SystemExit too); the verdict says error
         pass
     written = rec.cassette if rec is not None else None
@@ -188,9 +202,15 @@ def graded(
     diff: StateDiff,
     missed: tuple[str, ...],
     started: float,
+    guards: Guards | None = None,
 ) -> TrialResult:
-    """Grade a trial: the case's graders, the run's, and its judge; the agent's or user's fault."""
+    """Grade a trial: the case's graders, the run's, and its judge; a limit, or whose fault.
+
+    A limit that fired (``guards``) makes the trial an ``error`` of cause ``limit``
+    (its grades are kept), before anyone's fault: it cut the trial short.
+    """
     case, user = plan.case, plan.user
+    fired = dict(guards.fired) if guards is not None else {}
     summary = cassette.summary()
     trial = Trial(
         case,
@@ -205,7 +225,9 @@ def graded(
     )
     grades = run_graders(trial, resolve([*BUILT_IN, *case.grader_uses, *plan.graders]))
     outcome = combine(grades, case.scoring.value)
-    if user is not None and user.failure is not None:
+    if fired:
+        outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.LIMIT, tuple(fired.values()))
+    elif user is not None and user.failure is not None:
         # The simulated user's fault: grading the cut conversation would blame the agent.
         outcome = Outcome(Verdict.ERROR, None, (), Cause.USER, (user.failure,))
     elif failed := server_failures(cassette):
@@ -225,4 +247,5 @@ def graded(
         trial,
         time.perf_counter() - started,
         trial_tool_use(case, cassette),
+        tuple(fired),
     )

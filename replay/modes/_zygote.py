@@ -51,7 +51,15 @@ READY_S = 120.0
 
 
 class ZygoteFailed(ReplayError):
-    """A zygote could not start, import its agent, or answer."""
+    """A zygote could not start, import its agent, or answer; or its trial hit a limit.
+
+    Attributes:
+        guard: The limit (``timeout``, ``memory``), or None.
+    """
+
+    def __init__(self, message: str, guard: str | None = None) -> None:
+        super().__init__(message)
+        self.guard = guard
 
 
 class _Quiet:
@@ -165,7 +173,8 @@ class Zygote:
                 self.close()
                 if late:
                     raise ZygoteFailed(
-                        f"did not finish within its deadline of {timeout:g} s (--trial-timeout)"
+                        f"did not finish within its deadline of {timeout:g} s (--trial-timeout)",
+                        "timeout",
                     ) from None
                 raise ZygoteFailed(f"the zygote failed ({exc}){self._said()}") from None
             said = ""
@@ -180,7 +189,8 @@ class Zygote:
             if reply.get("memory"):
                 raise ZygoteFailed(
                     f"held {reply['memory']} MB, more than its {memory_mb} MB (--trial-memory), "
-                    "and was stopped"
+                    "and was stopped",
+                    "memory",
                 )
             try:
                 with open(answer, encoding="utf-8") as told:

@@ -31,6 +31,8 @@ class CaseReport:
     """Evidence of trials the simulated user failed (not the agent's fault), apart."""
     graders: dict[str, dict[str, int]]
     """Per grader that graded the case's trials (built-in or registered): verdict counts."""
+    guards: dict[str, int]
+    """Per limit that fired in the case's trials (``timeout``...): how many trials it cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class RunReport:
     cases: list[CaseReport]
     suite: SuiteMetrics
     tool_use: ToolUse
+    guards: dict[str, int]
+    """Per limit that fired in the run's trials: how many trials it cut (each an ``error``)."""
 
 
 def build_report(store: Store, name: str) -> RunReport:
@@ -58,7 +62,7 @@ def build_report(store: Store, name: str) -> RunReport:
     evidence: dict[str, Counter[str]] = {}
     user: dict[str, Counter[str]] = {}
     verdicts: dict[str, dict[str, Counter[str]]] = {}
-    for trial in trials:  # an error that is the agent's, the user's or the harness's
+    for trial in trials:  # an error no grade is to blame for: whose it is, or a limit
         if trial["cause"]:
             into = user if trial["cause"] == Cause.USER.value else evidence
             for line in trial["cause_detail"]:
@@ -89,9 +93,11 @@ def build_report(store: Store, name: str) -> RunReport:
                 per_case[case_id],
                 user.get(case_id, Counter()).most_common(),
                 {g: dict(c) for g, c in verdicts.get(case_id, {}).items()},
+                dict(Counter(guard for t in rows for guard in t["guards"])),
             )
         )
-    return RunReport(name, run["pins"], cases, suite_metrics(counts), overall)
+    guards = dict(Counter(guard for t in trials for guard in t["guards"]))
+    return RunReport(name, run["pins"], cases, suite_metrics(counts), overall, guards)
 
 
 def report_json(report: RunReport) -> dict[str, Any]:
@@ -108,6 +114,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "excluded": list(suite.excluded),
             "verdicts": dict(suite.totals),
             "tool_use": report.tool_use.to_json(),
+            "guards": report.guards,
         },
         "cases": [
             {
@@ -122,6 +129,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "user_failures": [{"evidence": e, "trials": n} for e, n in c.user_failures],
                 "failing_cassette": c.failing_cassette,
                 "graders": c.graders,
+                "guards": c.guards,
                 "tool_use": c.tool_use.to_json(),
             }
             for c in report.cases

@@ -21,8 +21,9 @@ import sqlite_utils
 from recorder import ConfigError
 
 DEFAULT_PATH = Path(".replay") / "results.db"
-STORE_VERSION = 2
-"""1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use."""
+STORE_VERSION = 3
+"""1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use;
+3: and the guards that fired in it (its limits: ``guards``, a JSON list)."""
 
 
 class RunRow(TypedDict):
@@ -54,7 +55,8 @@ class TrialRow(TypedDict):
     tags: str | None
     """The case's tags, as JSON."""
     cause: str | None
-    """``agent``, ``user`` or ``harness`` for an error that is not a grader's verdict."""
+    """``agent``, ``user``, ``server``, ``harness`` or ``limit`` for an error that is not a
+    grader's verdict."""
     cause_detail: list[str]
     tool_calls: int | None
     """None in trials stored before version 2 (as are the four below)."""
@@ -62,6 +64,9 @@ class TrialRow(TypedDict):
     arguments: float | None
     abstained: int | None
     loops: int | None
+    guards: list[str]
+    """The limits that fired (``timeout``, ``memory``, ``llm_tokens``, ``tool_result_chars``);
+    empty in trials stored before version 3."""
 
 
 class GradeRow(TypedDict):
@@ -88,6 +93,7 @@ _TRIAL_COLUMNS_2: dict[str, type] = {
     "abstained": int,
     "loops": int,
 }
+_TRIAL_COLUMNS_3: dict[str, type] = {"guards": str}
 
 
 def _now() -> str:
@@ -128,7 +134,7 @@ class Store:
         if "runs" not in tables:
             self._create()
         elif version < STORE_VERSION:
-            self._upgrade()
+            self._upgrade(version)
         if version < STORE_VERSION:
             self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
@@ -154,6 +160,7 @@ class Store:
                 "cost": float,
                 "tags": str,
                 **_TRIAL_COLUMNS_2,
+                **_TRIAL_COLUMNS_3,
             },
             pk=("run", "case_id", "idx"),
             foreign_keys=[("run", "runs", "name")],
@@ -194,20 +201,23 @@ class Store:
             if_not_exists=True,
         )
 
-    def _upgrade(self) -> None:
+    def _upgrade(self, version: int) -> None:
         """Bring a store written by an earlier version up to date.
 
-        Columns are added; version 1's cause grades become trial causes, and its
-        runs' pins gain what version 2 pins (see ``_pins_of_version_2``).
+        Columns are added (a trial stored before version 3 fired no guard); version 1's
+        cause grades become trial causes, and its runs' pins gain what version 2 pins
+        (see ``_pins_of_version_2``).
         """
         grades, trials = self.db["grades"], self.db["trials"]
         for column, kind in (("advisory", int), ("meta", str)):
             if column not in grades.columns_dict:
                 grades.add_column(column, kind)  # type: ignore[union-attr]
-        for column, added in _TRIAL_COLUMNS_2.items():
+        for column, added in {**_TRIAL_COLUMNS_2, **_TRIAL_COLUMNS_3}.items():
             if column not in trials.columns_dict:
                 trials.add_column(column, added)  # type: ignore[union-attr]
         self._create_labels()
+        if version >= 2:
+            return
         with self.db.conn as conn:
             self._causes_from_grades(conn)
             self._pins_of_version_2(conn)
@@ -279,8 +289,9 @@ class Store:
         Plain SQL in one transaction: sqlite-utils' writers commit on their own.
         """
         row = {"run": name, **trial}
-        if not isinstance(row.get("cause_detail"), str | None):  # a row as ``trials`` gives it
-            row["cause_detail"] = json.dumps(list(row["cause_detail"]))
+        for column in ("cause_detail", "guards"):  # a row as ``trials`` gives it: lists
+            if not isinstance(row.get(column), str | None):
+                row[column] = json.dumps(list(row[column]))
         key = (name, trial["case_id"], trial["idx"])
         conn = self.db.conn
         with conn:
@@ -316,7 +327,14 @@ class Store:
         """A run's trials, ordered by case and index."""
         rows = self.db["trials"].rows_where("run = ?", [name], order_by="case_id, idx")
         return [
-            cast(TrialRow, {**r, "cause_detail": json.loads(r.get("cause_detail") or "[]")})
+            cast(
+                TrialRow,
+                {
+                    **r,
+                    "cause_detail": json.loads(r.get("cause_detail") or "[]"),
+                    "guards": json.loads(r.get("guards") or "[]"),
+                },
+            )
             for r in rows
         ]
 

@@ -104,6 +104,10 @@ def execute(
     faults = parse_faults(spec.faults.faults)
     if faults and not mode.runs_agent:  # (a case's own faults are moot: no agent runs)
         raise ConfigError(f"faults are injected where the agent runs, not in {mode.name}")
+    caps = {"--max-llm-tokens": spec.agent.max_llm_tokens}
+    caps["--max-tool-result-chars"] = spec.agent.max_tool_result_chars
+    if not mode.runs_agent and (given := [name for name, cap in caps.items() if cap]):
+        raise ConfigError(f"{' and '.join(given)}: caps on the agent, moot in {mode.name}")
     jobs = _jobs(spec, mode, cases)
     judge = _judge(spec, cases, store)
     if mode.runs_agent and (not (spec.agent.entry or spec.agent.command) or not spec.agent.tools):

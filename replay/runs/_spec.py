@@ -3,8 +3,8 @@
 A run's spec is stored with it (``Store.start_run``) so that ``--resume``
 continues it exactly; it carries its version, and ``RunSpec.from_stored``
 reads a spec stored by an earlier version (the flat spec of version 1, the
-version 2 spec without MCP servers) or refuses one from a later version,
-saying so.
+version 2 spec without MCP servers, the version 3 spec without caps) or
+refuses one from a later version, saying so.
 """
 
 from __future__ import annotations
@@ -16,12 +16,15 @@ from typing import Any, Literal
 from recorder import ConfigError
 
 from ..channels._mcp_proxy import McpServer
+from ..modes import Limits
 from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
 
 SPEC_VERSION = 4
 """1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor;
 3: the agent's third-party MCP servers (``agent.mcp_servers``; none in a version 2 spec);
-4: the hosts a sandboxed agent may reach (``agent.allow_hosts``; none in a version 3 spec)."""
+4: caps on a trial's LLM tokens and tool results (``agent.max_llm_tokens``,
+``agent.max_tool_result_chars``), ``agent.timeout`` holding in-process agents too, and the
+hosts a sandboxed agent may reach (``agent.allow_hosts``); none in a version 3 spec."""
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,21 @@ class AgentSettings:
     a read-only filesystem); ``none``, a program as a plain child, a Python agent in
     the harness's process."""
     timeout: float = 600.0
-    """Seconds an agent in a process of its own may run (``--trial-timeout``)."""
+    """Seconds the agent may run in a trial, wherever it runs (``--trial-timeout``)."""
     memory_mb: int | None = None
-    """Megabytes its processes may hold together (``--trial-memory``)."""
+    """Megabytes an agent in a process of its own may hold, its processes together
+    (``--trial-memory``)."""
     allow_hosts: list[str] = field(default_factory=list)
     """``host:port`` a sandboxed agent may reach besides its endpoints (``--allow-host``)."""
+    max_llm_tokens: int | None = None
+    """Input plus output tokens a trial's LLM calls may use (``--max-llm-tokens``)."""
+    max_tool_result_chars: int | None = None
+    """Characters of one tool result, as JSON, the agent may be given
+    (``--max-tool-result-chars``)."""
+
+    def limits(self) -> Limits:
+        """What each trial may use (``TrialPlan.limits``)."""
+        return Limits(self.timeout, self.max_llm_tokens, self.max_tool_result_chars)
 
     def __post_init__(self) -> None:
         servers = {name: _server(given) for name, given in self.mcp_servers.items()}

@@ -34,6 +34,7 @@ from ..channels._user import FrozenUser, LiveUser, UserChannel
 from ..graders import Cause, Judge, Verdict
 from ..modes import (
     REGISTRY,
+    Limits,
     Mode,
     Steps,
     TrialPlan,
@@ -333,6 +334,7 @@ def _plan(
         judge=judge,
         prices={model: (float(p[0]), float(p[1])) for model, p in spec.llm.prices.items()},
         graders=tuple(spec.graders),
+        limits=spec.agent.limits() if mode.runs_agent else Limits(),
     )
 
 
@@ -350,7 +352,10 @@ def _trial_steps(
     try:
         world = _acquire(job)
         plan = _plan(spec, job, mode, agent, tools, out, judge, faults, world)
-        return (yield from mode.steps(plan))
+        result = yield from mode.steps(plan)
+        if "timeout" in result.guards:  # an abandoned agent may still be in it: not reused
+            world = None
+        return result
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a trial that raises (even SystemExit) is an error trial
@@ -378,6 +383,7 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
             "tags": json.dumps(case.tags),
             "cause": Cause.HARNESS.value,
             "cause_detail": json.dumps([result.reason]),
+            "guards": "[]",
         }
         return row, []
     summary = result.trial.cassette.summary()
@@ -402,6 +408,7 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
         "tags": json.dumps(case.tags),
         "cause": outcome.cause.value if outcome.cause else None,
         "cause_detail": json.dumps(list(outcome.detail)) if outcome.cause else None,
+        "guards": json.dumps(list(result.guards)),
         "tool_calls": use.calls,
         "selection": use.selection,
         "arguments": use.arguments,

@@ -63,6 +63,7 @@ summary{cursor:pointer;font-weight:bold}
 .s-inserted{color:#1e7b1e}.s-deleted{color:#b03a2e}.s-updated{color:#9a6700}
 .miss{border:1px solid #8e44ad;background:#f7effa;padding:.3em .6em;margin:.4em 0}
 .cause{border:1px solid #c0392b;background:#fdecea;padding:.3em .6em;margin:.4em 0}
+.guard{color:#c0392b;font-weight:bold}
 tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at{color:#2471a3}
 .legend-hat{color:#d35400}.flex{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
 """
@@ -325,8 +326,10 @@ def _trial(row: TrialRow, grades: list[GradeRow], view: str, compare: str, eager
     given, taken = row.get("input_tokens"), row.get("output_tokens")
     known = given is not None and taken is not None
     tokens = f"{(given or 0) + (taken or 0)} tokens" if known else "tokens unknown"
+    guards = row.get("guards") or []
+    hit = f' <span class="guard">limit hit: {_e(", ".join(guards))}</span>' if guards else ""
     head = (
-        f"{_e(row['case_id'])} trial {_e(row['idx'])} {_badge(verdict)} "
+        f"{_e(row['case_id'])} trial {_e(row['idx'])} {_badge(verdict)}{hit} "
         f'<span class="meta">{_e(row.get("steps") or 0)} steps, {tokens}, '
         f"{_num(row.get('latency'))} s</span>"
     )
@@ -425,6 +428,9 @@ def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, page
     if case.failures:
         lines = "".join(f"<li>{n} &times; {_e(line)}</li>" for line, n in case.failures)
         out.append(f"<p>failed because:</p><ul>{lines}</ul>")
+    if case.guards:
+        fired = ", ".join(f"{_e(guard)} in {n}" for guard, n in case.guards.items())
+        out.append(f'<p class="guard">limits hit: {fired} (error trials)</p>')
     trials = sorted(trials, key=lambda t: (_ORDER.get(t["verdict"], 3), t["idx"]))
     passing = [(t["idx"], pages.load(t["cassette"])) for t in trials if t["verdict"] == "pass"]
     good = [(idx, c) for idx, c in passing if isinstance(c, Cassette)][:1]

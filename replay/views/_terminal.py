@@ -224,6 +224,9 @@ def render_report(result: RunReport, out: Console) -> None:
         out.print(f"per trial: {spread}")
     if use.unknown_usage:
         out.print(f"tokens unknown in {use.unknown_usage} trials (calls that reported no usage)")
+    if result.guards:
+        fired = ", ".join(f"{guard} {n}" for guard, n in result.guards.items())
+        out.print(f"limits hit (error trials, cause limit): {fired}")
     for case in result.cases:
         if case.failures:
             out.print(f"\n[bold]{escape(case.case_id)}[/] failed because:")

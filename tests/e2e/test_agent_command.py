@@ -1,7 +1,8 @@
 """``replay run --agent-cmd``: a program that fails, or runs too long, is its trial's error.
 
 One line says what happened (its exit code and last words, or the deadline of
-``--trial-timeout``), the trial is an ``error`` of the agent's, the program and
+``--trial-timeout``), the trial is an ``error`` of the agent's (or, past a
+limit, of cause ``limit`` with the limit as its guard flag), the program and
 its children are stopped, and the run goes on to its other trials.
 """
 
@@ -21,6 +22,10 @@ TOOLS = ["--tools", "examples.frameworks:make_tools", "--llm-url", "http://127.0
 
 def _trials(store: str, run: str) -> list[tuple[str, str, str]]:
     return [(t["verdict"], t["cause"], str(t["cause_detail"])) for t in Store(store).trials(run)]
+
+
+def _guards(store: str, run: str) -> list[list[str]]:
+    return [t["guards"] for t in Store(store).trials(run)]
 
 
 def test_a_failing_agent_command_is_an_agent_error_in_one_line(tmp_path: Path) -> None:
@@ -45,8 +50,12 @@ def test_a_program_past_its_deadline_is_stopped_with_its_children(tmp_path: Path
     assert code == 0, err
     assert time.monotonic() - started < 30  # two trials, each cut at 1 s
     trials = _trials(store, "slow")
-    assert [(v, c) for v, c, _ in trials] == [("error", "agent")] * 2
+    assert [(v, c) for v, c, _ in trials] == [("error", "limit")] * 2
+    assert _guards(store, "slow") == [["timeout"], ["timeout"]]
     assert all("deadline of 1 s (--trial-timeout)" in d for _, _, d in trials)
+    code, out, _ = replay("report", "slow", "--store", store)
+    assert code == 0 and "limits hit (error trials, cause limit): timeout 2" in out
+    assert "2 x limit: the agent command `sh -c 'sleep 431; echo late'` did not" in out
     left = subprocess.run(["pgrep", "-f", "sleep 431"], capture_output=True, text=True).stdout
     assert not left.strip()  # the program's own child was stopped too
 
@@ -64,7 +73,8 @@ def test_a_program_over_its_memory_is_stopped_walled_in_or_not(tmp_path: Path) -
         )  # fmt: skip
         assert code == 0, err
         ((verdict, cause, detail),) = _trials(store, way)
-        assert (verdict, cause) == ("error", "agent"), detail
+        assert (verdict, cause) == ("error", "limit"), detail
+        assert _guards(store, way) == [["memory"]]
         assert "more than its 100 MB (--trial-memory)" in detail, detail
 
 

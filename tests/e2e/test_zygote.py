@@ -62,6 +62,7 @@ def test_a_trial_past_its_deadline_is_an_error_and_the_next_one_runs(tmp_path: P
     late = _trial(tmp_path, ChildAgent("tests.e2e.zygote_agents:sleeps", timeout=2), "late")
     assert late.outcome.verdict.value == "error"  # type: ignore[attr-defined]
     assert any("deadline of 2 s" in e for e in late.outcome.evidence)  # type: ignore[attr-defined]
+    assert late.outcome.cause.value == "limit"  # type: ignore[attr-defined]
     after = _trial(tmp_path, ChildAgent("tests.e2e.zygote_agents:leave_traces"), "after")
     assert json.loads(after.trial.answer)["tmp"] is False  # type: ignore[attr-defined]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from recorder import (
     ErrorEvent,
     HttpEvent,
     Pins,
+    ToolEvent,
     playback,
     read_cassette,
     record,
@@ -166,3 +168,80 @@ def test_a_response_ending_after_the_block_is_dropped_quietly(cassette_path: Pat
     assert cassette.complete
     (event,) = [e for e in cassette.events if isinstance(e, HttpEvent)]
     assert event.response is not None and not event.response.complete
+
+
+def test_a_late_call_from_a_thread_left_running_is_refused_when_asked(tmp_path: Path) -> None:
+    """``refuse_late``: a call from a context the recording was current in, after it closed,
+    raises instead of going out unrecorded or into the other active recording."""
+    import contextvars
+
+    from recorder import RecordingClosed
+
+    @tool
+    def ping() -> str:
+        return "pong"
+
+    def late_calls(client: httpx.Client) -> list[str]:
+        outcomes = []
+        for call in (ping, lambda: client.get("http://svc.local/late")):
+            try:
+                call()
+                outcomes.append("went through")
+            except RecordingClosed as exc:
+                outcomes.append(str(exc))
+        return outcomes
+
+    for refuse in (True, False):
+        mine, other = tmp_path / f"mine-{refuse}.cassette", tmp_path / f"other-{refuse}.cassette"
+        with httpx.Client(transport=httpx.MockTransport(echo)) as client:
+            with record(mine, refuse_late=refuse):
+                left = contextvars.copy_context()  # what a thread started inside would hold
+            with record(other):  # another trial's recording, active meanwhile
+                outcomes = left.run(late_calls, client)
+        if refuse:
+            assert (
+                outcomes
+                == [
+                    f"the recording into {mine} has closed: a call made after it (from a thread or "
+                    "task its trial left running) is refused"
+                ]
+                * 2
+            )
+            assert read_cassette(mine).events == read_cassette(other).events == []
+        else:  # (as before: the call lands in the only active recording's cassette)
+            assert outcomes == ["went through"] * 2
+            assert len(read_cassette(other).events) == 2
+
+
+def test_a_checked_result_that_is_refused_is_the_call_s_recorded_error(
+    cassette_path: Path,
+) -> None:
+    """``check_result``: what it raises is the call's outcome, recorded with its error."""
+    seen: list[tuple[str, object]] = []
+
+    def check(name: str, result: object) -> None:
+        seen.append((name, result))
+        if len(str(result)) > 15:
+            raise ValueError(f"{name}: too long")
+
+    @tool
+    def say(text: str) -> dict[str, str]:
+        return {"said": text}
+
+    @tool
+    async def say_async(text: str) -> str:
+        return text
+
+    with record(cassette_path, check_result=check):
+        assert say("hi") == {"said": "hi"}
+        with pytest.raises(ValueError, match="say: too long"):
+            say("a long sentence")
+        with pytest.raises(ValueError, match="say_async: too long"):
+            asyncio.run(say_async("another long one"))
+    assert seen[0] == ("say", {"said": "hi"})  # given as JSON-ready data
+    events = [e for e in read_cassette(cassette_path).events if isinstance(e, ToolEvent)]
+    assert [(e.result, e.error.message if e.error else None) for e in events] == [
+        ({"said": "hi"}, None),
+        (None, "say: too long"),
+        (None, "say_async: too long"),
+    ]

@@ -13,6 +13,7 @@ from replay import (
     ExecutorSettings,
     FaultSettings,
     JudgeSettings,
+    Limits,
     LlmSettings,
     McpServer,
     RunSpec,
@@ -111,6 +112,18 @@ def test_a_version_2_spec_has_no_mcp_servers() -> None:
     del stored["agent"]["mcp_servers"]
     spec = RunSpec.from_stored({**stored, "version": 2})
     assert spec.agent.mcp_servers == {} and spec.version == SPEC_VERSION
+
+
+def test_a_version_3_spec_has_no_caps_and_a_spec_s_limits_read_back() -> None:
+    stored = RunSpec.from_stored(FLAT).to_stored()
+    for cap in ("max_llm_tokens", "max_tool_result_chars"):
+        del stored["agent"][cap]
+    spec = RunSpec.from_stored({**stored, "version": 3})
+    assert spec.agent.limits() == Limits(600.0, None, None) and spec.version == SPEC_VERSION
+    capped = AgentSettings("a:b", timeout=2.5, max_llm_tokens=900, max_tool_result_chars=40)
+    stored = json.loads(json.dumps(RunSpec("r", [], "sandbox", agent=capped).to_stored()))
+    again = RunSpec.from_stored(stored)  # as the store keeps it
+    assert again.agent == capped and again.agent.limits() == Limits(2.5, 900, 40)
 
 
 def test_a_stored_server_that_is_not_one_is_a_clear_error() -> None:

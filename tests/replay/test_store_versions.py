@@ -48,7 +48,8 @@ def test_a_store_written_before_versions_is_upgraded_and_still_reported(tmp_path
     assert failed["cause_detail"] == ["the simulated user failed: its endpoint answered HTTP 500"]
     assert [g["grader"] for g in store.grades("old")] == ["rule"]
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert passed["guards"] == [] and failed["guards"] == []  # no limit fired then
     pins = store.run("old")["pins"]  # type: ignore[index]
     assert pins["llm"] is None  # review calls no LLM
     assert pins["graders"]["state"] == {"version": "1"}  # what every trial got then
@@ -61,6 +62,30 @@ def test_a_store_written_before_versions_is_upgraded_and_still_reported(tmp_path
     assert case.tool_use.selection is None and case.tool_use.unmeasured == 2  # unknown, not 0
     code, out, _ = replay("report", "old", "--store", str(path))
     assert code == 0 and "tool use: unknown (trials stored before" in out
+
+
+def test_a_version_2_store_gains_guards_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    Store(path)
+    with closing(sqlite3.connect(path)) as conn:  # version 2's trials had no guards column
+        conn.execute("ALTER TABLE trials DROP COLUMN guards")
+        conn.execute("INSERT INTO runs (name, spec, pins) VALUES ('r', '{}', '{}')")
+        conn.execute(
+            "INSERT INTO trials (run, case_id, idx, verdict, cause, cause_detail) "
+            """VALUES ('r', 'c', 0, 'error', 'agent', '["agent raised X: y"]')"""
+        )
+        conn.execute(  # a registered grader named like a version 1 cause stays a grade
+            "INSERT INTO grades (run, case_id, idx, grader, verdict, evidence) "
+            "VALUES ('r', 'c', 0, 'user', 'pass', '[]')"
+        )
+        conn.execute("PRAGMA user_version = 2")
+        conn.commit()
+    store = Store(path)
+    (trial,) = store.trials("r")
+    assert trial["guards"] == [] and trial["cause_detail"] == ["agent raised X: y"]
+    assert [g["grader"] for g in store.grades("r")] == ["user"]
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_a_store_from_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
