@@ -16,7 +16,10 @@ call here, three times http.client's) makes 64 trials in flight CPU-bound
 on two cores even bare. The target is checked on ``agent``.
 
 Ray and Dask run when installed (``pip install 'agent-replay[ray,dask]'``),
-with ``agent``; their start-up (a local cluster) is timed apart.
+with ``agent``; their start-up (a local cluster) is timed apart. Where
+bubblewrap runs, ``agent`` runs walled too (``--isolation process``, the
+sandbox's default there): a fifth of the trials, 8 in flight over 2
+workers, each a child forked from a zygote (start-up: the zygotes').
 
 Run alone: ``python -m bench.executors [--quick]``.
 """
@@ -39,6 +42,9 @@ from ._report import secs, table
 TRIALS, QUICK_TRIALS = 1600, 320
 CONCURRENCY = 64
 WORKERS = 4
+WALLED_CONCURRENCY = 8
+"""Walled trials in flight (over half the workers): each is a zygote's child, and a
+zygote per trial in flight is started."""
 LATENCY = 0.05
 CALLS = 10
 AGENTS = ("agent", "httpx_agent")
@@ -66,11 +72,12 @@ class Point:
     passed: int
     wall_s: float
     startup_s: float
+    concurrency: int = CONCURRENCY
 
     @property
     def ideal_s(self) -> float:
         """Trials x latency / concurrency."""
-        return self.trials * CALLS * LATENCY / CONCURRENCY
+        return self.trials * CALLS * LATENCY / self.concurrency
 
     @property
     def efficiency(self) -> float:
@@ -80,7 +87,7 @@ class Point:
     @property
     def overhead_s(self) -> float:
         """Per-trial time beyond waiting for the model."""
-        return max(0.0, self.wall_s - self.ideal_s) * CONCURRENCY / self.trials
+        return max(0.0, self.wall_s - self.ideal_s) * self.concurrency / self.trials
 
 
 def _first(first: list[float], what: str | None, done: int, total: int) -> None:
@@ -155,27 +162,46 @@ def run(quick: bool = False) -> list[Point]:
                 points.append(_bare(agent, url, trials))
                 for executor in ["local", *(clusters if agent == AGENTS[0] else [])]:
                     points.append(_harness(root, agent, executor, url, trials))
+            if _walls():  # fewer in flight: each is a sandbox (a zygote's child) of its own
+                walled = trials // 5
+                points.append(_harness(root, AGENTS[0], "local", url, walled, WALLED_CONCURRENCY))
     finally:
         server.kill()
     return points
 
 
-def _harness(root: Path, agent: str, executor: str, url: str, trials: int) -> Point:
-    """The trials as ``replay run`` runs them (start-up: until the first could have ended)."""
+def _walls() -> bool:
+    from replay.channels._isolation import unavailable
+
+    return unavailable() is None
+
+
+def _harness(
+    root: Path, agent: str, executor: str, url: str, trials: int, walled: int | None = None
+) -> Point:
+    """The trials as ``replay run`` runs them (start-up: until the first could have ended).
+
+    ``walled``: behind walls (``--isolation process``), that many in flight.
+    """
     from replay import AgentSettings, ExecutorSettings, LlmSettings, RunSpec, Store, execute
 
-    name = f"{agent}-{executor}"
+    name = f"{agent}-{executor}" + ("-walled" if walled else "")
+    concurrency = walled or CONCURRENCY
     spec = RunSpec(
         name=name,
         cases=[str(root / "case.yaml")],
         mode="sandbox",
         trials=trials,
-        agent=AgentSettings(f"bench._trial_agent:{agent}", "bench._trial_agent:tools"),
+        agent=AgentSettings(
+            f"bench._trial_agent:{agent}",
+            "bench._trial_agent:tools",
+            isolation="process" if walled else "none",
+        ),
         llm=LlmSettings(url=url),
         executor=ExecutorSettings(
             executor,  # type: ignore[arg-type]
-            workers=WORKERS,
-            concurrency=CONCURRENCY,
+            workers=WORKERS // 2 if walled else WORKERS,
+            concurrency=concurrency,
         ),
     )
     store = Store(root / f"{name}.db")
@@ -185,7 +211,8 @@ def _harness(root: Path, agent: str, executor: str, url: str, trials: int) -> Po
     ended = time.perf_counter()
     startup = max(0.0, (first[0] if first else ended) - started - CALLS * LATENCY)
     passed = sum(t["verdict"] == "pass" for t in store.trials(name))
-    return Point(agent, executor, trials, passed, ended - started - startup, startup)
+    shown = f"{executor}, walled" if walled else executor
+    return Point(agent, shown, trials, passed, ended - started - startup, startup, concurrency)
 
 
 def report(points: list[Point]) -> str:
@@ -194,12 +221,14 @@ def report(points: list[Point]) -> str:
     rows = [
         [p.agent, p.executor, f"{p.passed}/{p.trials}", secs(p.wall_s), secs(p.ideal_s),
          f"{p.efficiency:.0%}", secs(p.overhead_s), secs(p.startup_s),
-         f"{p.wall_s / bare[p.agent].wall_s:.2f}x" if p.agent in bare else "n/a"]
+         f"{p.wall_s / bare[p.agent].wall_s:.2f}x"
+         if p.agent in bare and p.trials == bare[p.agent].trials else "n/a"]
         for p in points
     ]  # fmt: skip
     head = (
         f"{points[0].trials:,} trials x {CALLS} LLM calls of {LATENCY * 1000:.0f} ms, "
-        f"{CONCURRENCY} in flight over {WORKERS} workers (bare: the agent alone, no harness)"
+        f"{CONCURRENCY} in flight over {WORKERS} workers (bare: the agent alone, no harness; "
+        f"walled: a fifth of the trials, {WALLED_CONCURRENCY} in flight over {WORKERS // 2})"
     )
     return table(head, ["agent", "executor", "passed", "wall", "ideal", "efficiency",
                         "overhead/trial", "start-up", "vs bare"], rows)  # fmt: skip

@@ -9,6 +9,10 @@ raised) as JSON to the file ``REPLAY_ANSWER`` names. Its tool calls are MCP
 calls, recorded in the harness with their deltas; nothing of the world, the
 store or the harness's memory is in this process.
 
+``python -m replay.modes._child --serve SOCKET MOD:FN [PATH...]`` is a zygote
+(``_zygote``): it imports the agent once, then forks a child for each trial
+the harness at ``SOCKET`` sends (``serve``, ``_trial``).
+
 What differs from an in-process agent: ``call_tool`` returns the tool's result
 as JSON decodes it (text that is not JSON stays text); ``env.functions`` are
 built from the tools' schemas (keyword arguments, JSON types), not from their
@@ -19,17 +23,24 @@ Python signatures; ``env.user.say`` is a ``POST`` to the trial's user channel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import keyword
 import os
+import shutil
+import signal
+import socket
 import sys
+import threading
 import traceback
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
+from ..channels import _forward, _seccomp
 from ._environment import Environment
+from ._memory import resident_mb
 from ._plan import load_callable
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -196,8 +207,6 @@ def run(agent: Any, instruction: str, variables: Mapping[str, str]) -> None:
 def main(argv: list[str]) -> int:
     """Run the agent ``argv[0]`` on stdin's instruction (``--serve SOCKET MOD:FN``: many)."""
     if argv[:1] == ["--serve"]:
-        from ._zygote import serve
-
         sys.path[:0] = argv[3:]  # the harness's import path
         return serve(argv[1], argv[2])
     run(argv[0], sys.stdin.read(), os.environ)
@@ -206,6 +215,158 @@ def main(argv: list[str]) -> int:
 
 async def _awaited(answer: Any) -> Any:
     return await answer
+
+
+# -- a zygote's (``_zygote``): the agent imported once, a child forked per trial ------------
+
+
+class _Reports:
+    """Where the resolver tells names looked up: the current trial's filter socket."""
+
+    def __init__(self) -> None:
+        self.current: socket.socket | None = None
+
+    def sendall(self, data: bytes) -> None:
+        """To the current trial, if any (a name looked up between trials is the zygote's)."""
+        current = self.current
+        if current is not None:
+            with contextlib.suppress(OSError):
+                current.sendall(data)
+
+
+def serve(path: str, entry: str) -> int:
+    """Inside: import ``entry``, then run each trial the harness at ``path`` sends."""
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(path)
+    try:
+        agent = load_callable(entry)
+    except Exception as exc:
+        conn.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
+        return 1
+    reports, names = _Reports(), dict[str, str]()
+    resolver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    resolver.bind(("127.0.0.1", 53))  # (the one capability the walls leave the zygote)
+    threading.Thread(
+        target=_forward.answer_dns, args=(resolver, reports, names), daemon=True
+    ).start()
+    conn.sendall(b'{"ready": true}\n')
+    keep = {conn.fileno(), resolver.fileno()}
+    for line in conn.makefile("rb"):
+        request = json.loads(line)
+        names.clear()
+        names.update(
+            dict(
+                a.removeprefix("--name=").split("=", 1)
+                for a in request["forward"]
+                if a.startswith("--name=")
+            )
+        )
+        outcome = _trial(agent, request, reports, keep, run)
+        conn.sendall(json.dumps(outcome).encode() + b"\n")
+    return 0
+
+
+def _trial(
+    agent: Any, request: dict[str, Any], reports: _Reports, keep: set[int], run: Any
+) -> dict[str, Any]:
+    listeners = []
+    for pair in request["forward"]:
+        if pair.startswith("--name="):
+            continue
+        where, _, path = pair.partition("=")
+        address, _, port = where.rpartition(":")
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address or "127.0.0.1", int(port)))
+        listener.listen(64)
+        threading.Thread(target=_forward.serve, args=(listener, path), daemon=True).start()
+        listeners.append(listener)
+    control = socket.socket(socket.AF_UNIX)
+    control.connect(request["control"])
+    said_r, said_w = os.pipe()
+    go_r, go_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setsid()
+            for fd in (*keep, control.fileno(), *(s.fileno() for s in listeners), said_r, go_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            try:
+                fd = _seccomp.install()
+                os.write(said_w, str(fd).encode())
+            except OSError as exc:
+                fd = -1
+                os.write(said_w, f"-1 {exc}".encode()[:400])
+            os.close(said_w)
+            os.read(go_r, 1)
+            if fd >= 0:
+                os.close(fd)
+            err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(err, 1)
+            os.dup2(err, 2)
+            os.environ.clear()
+            os.environ.update(request["environ"])
+            run(agent, request["instruction"], request["environ"])
+        finally:
+            os._exit(0)
+    os.close(said_w)
+    os.close(go_r)
+    said = os.read(said_r, 512).decode()
+    os.close(said_r)
+    if said.startswith("-1"):
+        control.sendall(f"unavailable: {said[3:]}\n".encode())
+    else:
+        listener_fd = _seccomp.fetch_fd(child, int(said))
+        socket.send_fds(control, [b"listener\n"], [listener_fd])
+        os.close(listener_fd)
+    reports.current = control
+    os.write(go_w, b"g")
+    os.close(go_w)
+    over: list[int] = []
+    limit = request.get("memory_mb")
+    if limit:
+
+        def watch() -> None:
+            while not done.is_set():
+                held = resident_mb(child)
+                if held > limit:
+                    over.append(held)
+                    with contextlib.suppress(OSError):
+                        os.killpg(child, signal.SIGKILL)
+                    return
+                done.wait(0.1)
+
+        done = threading.Event()
+        threading.Thread(target=watch, daemon=True).start()
+    status = os.waitpid(child, 0)[1]
+    if limit:
+        done.set()
+    with contextlib.suppress(OSError):
+        os.killpg(child, signal.SIGKILL)  # what it left running
+    reports.current = None
+    control.close()
+    for listener in listeners:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+    _empty_tmp()
+    return {"code": os.waitstatus_to_exitcode(status), "memory": over[0] if over else None}
+
+
+def _empty_tmp() -> None:
+    """Remove what the trial left in ``/tmp``: never a folder bound there (or holding one)."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
+        mounts = [line.split()[4] for line in info if len(line.split()) > 4]
+    for name in os.listdir("/tmp"):
+        target = os.path.join("/tmp", name)
+        if any(m == target or m.startswith(target + "/") for m in mounts):
+            continue
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from ..channels._upstream import SAFE_ENV
 from . import _zygote
 from ._environment import Environment
 from ._guards import LimitExceeded
+from ._memory import resident_mb
 
 TIMEOUT_S = 600.0
 """Seconds the program may run before it is stopped and the trial is an error
@@ -198,38 +199,13 @@ class _Drained:
 def _watch(process: subprocess.Popen[str], limit_mb: int, over: list[int]) -> None:
     """Stop ``process``'s session once its processes hold more than ``limit_mb`` together."""
     while process.poll() is None:
-        held = _resident_mb(process.pid)
+        held = resident_mb(process.pid)
         if held > limit_mb:
             over.append(held)
             with contextlib.suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)
             return
         time.sleep(0.1)
-
-
-def _resident_mb(root: int) -> int:
-    """Megabytes resident in ``root`` and its descendants (walled ones too: their host ids)."""
-    parents: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as stat:
-                    parents[int(entry.name)] = int(stat.read().rpartition(")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue  # gone in between
-    tree, grown = {root}, True
-    while grown:
-        found = {pid for pid, parent in parents.items() if parent in tree} - tree
-        tree |= found
-        grown = bool(found)
-    total = 0
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/statm", encoding="ascii") as statm:
-                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            continue
-    return total // (1024 * 1024)
 
 
 class AgentFailed(ReplayError):

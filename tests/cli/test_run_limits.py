@@ -24,6 +24,9 @@ from tests.helpers import replay
 
 TOOLS = ["--tools", "tests.cli.limit_agents:make_tools"]
 NO_LLM = ["--llm-url", "http://127.0.0.1:9/v1"]
+IN_PROCESS = ("--isolation", "none")
+"""What these tests are about: an agent in the harness's process (walls are the sandbox's
+default where bubblewrap runs; walled agents keep their own deadline, tested in e2e)."""
 
 
 def _case(folder: Path, case_id: str, instruction: str) -> str:
@@ -148,7 +151,9 @@ def test_a_tool_result_over_its_cap_is_refused_in_sandbox_and_offline(
     long, short = _case(tmp_path, "long", "read 500"), _case(tmp_path, "short", "read 5")
     agent = ["--agent", "tests.cli.limit_agents:read", *TOOLS, *NO_LLM]
     cap = ["--max-tool-result-chars", "100"]
-    code, _, err = replay("run", long, short, "--run", "box", "--store", store, *agent, *cap)
+    code, _, err = replay(
+        "run", long, short, "--run", "box", "--store", store, *agent, *cap, *IN_PROCESS
+    )
     assert code == 0, err
     assert _trials(store, "box") == {
         ("long", 0): ("error", "limit", ["tool_result_chars"]),
@@ -163,7 +168,9 @@ def test_a_tool_result_over_its_cap_is_refused_in_sandbox_and_offline(
     assert call.result is None and call.error is not None and call.error.message == message
     assert cassette.summary().final_answer == f"done, but: {message}"  # the agent got an error
     # Offline, the recorded (uncapped) results would be given to the agent: capped alike.
-    code, _, err = replay("run", long, short, "--run", "free", "--store", store, *agent)
+    code, _, err = replay(
+        "run", long, short, "--run", "free", "--store", store, *agent, *IN_PROCESS
+    )
     assert code == 0, err
     recorded = str(Path(store).parent / "cassettes" / "free")
     code, _, err = replay(
@@ -186,6 +193,7 @@ def test_an_in_process_agent_past_its_deadline_is_left_behind_and_the_run_goes_o
     started = time.monotonic()
     code, _, err = replay(
         "run", slow, quick, "--run", "late", "-k", "2", "--store", store, *TOOLS, *NO_LLM,
+        *IN_PROCESS,
         "--agent", f"tests.cli.limit_agents:{entry}", "--trial-timeout", "0.5",
     )  # fmt: skip
     elapsed = time.monotonic() - started
@@ -221,7 +229,7 @@ def test_an_in_process_agent_past_its_deadline_is_left_behind_and_the_run_goes_o
 def test_the_report_says_which_limits_fired(tmp_path: Path, store: str) -> None:
     slow, quick = _case(tmp_path, "slow", "sleep 3"), _case(tmp_path, "quick", "sleep 0")
     code, _, err = replay(
-        "run", slow, quick, "--run", "r", "--store", store, *TOOLS, *NO_LLM,
+        "run", slow, quick, "--run", "r", "--store", store, *TOOLS, *NO_LLM, *IN_PROCESS,
         "--agent", "tests.cli.limit_agents:sleep_async", "--trial-timeout", "0.2",
     )  # fmt: skip
     assert code == 0, err

@@ -32,6 +32,7 @@ from replay.graders import Verdict
 from replay.modes import NO_LLM_URL
 from replay.modes._command import ChildAgent
 from tests.e2e.escape_child import escape
+from tests.helpers import decompressed
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None, reason=f"isolation is unavailable here: {unavailable()}"
@@ -152,6 +153,7 @@ def test_walled_in_every_way_out_is_blocked(
     assert expected <= seen, seen
     assert any(s.startswith("ptrace pid ") for s in seen), seen
     assert trial.outcome.verdict is Verdict.FAIL
+    assert VALUE.encode() not in decompressed(trial.trial.cassette.path)  # nor in what it wrote
     (veto,) = [g for g in trial.outcome.grades if g.grader == "sandbox"]
     assert veto.veto and any("10.255.255.1:80" in d for d in veto.evidence)
 
