@@ -207,7 +207,8 @@ def run(agent: Any, instruction: str, variables: Mapping[str, str]) -> None:
 def main(argv: list[str]) -> int:
     """Run the agent ``argv[0]`` on stdin's instruction (``--serve SOCKET MOD:FN``: many)."""
     if argv[:1] == ["--serve"]:
-        sys.path[:0] = argv[3:]  # the harness's import path
+        paths = argv[3 : argv.index("--")] if "--" in argv else argv[3:]
+        sys.path[:0] = paths  # the harness's import path
         return serve(argv[1], argv[2])
     run(argv[0], sys.stdin.read(), os.environ)
     return 0
@@ -239,7 +240,7 @@ def serve(path: str, entry: str) -> int:
     conn = socket.socket(socket.AF_UNIX)
     conn.connect(path)
     try:
-        agent = load_callable(entry)
+        agent = load_callable(entry) if entry != "-" else None  # (-: programs, nothing to import)
     except Exception as exc:
         conn.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
         return 1
@@ -285,11 +286,15 @@ def _trial(
     control.connect(request["control"])
     said_r, said_w = os.pipe()
     go_r, go_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    program = request.get("program")
     child = os.fork()
     if child == 0:
         try:
             os.setsid()
-            for fd in (*keep, control.fileno(), *(s.fileno() for s in listeners), said_r, go_w):
+            ours = (*keep, control.fileno(), *(s.fileno() for s in listeners), said_r, go_w)
+            for fd in (*ours, out_r, err_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             try:
@@ -302,16 +307,30 @@ def _trial(
             os.read(go_r, 1)
             if fd >= 0:
                 os.close(fd)
-            err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.dup2(err, 1)
-            os.dup2(err, 2)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
             os.environ.clear()
             os.environ.update(request["environ"])
+            if program:  # a program: the instruction on its stdin, its answer on stdout
+                os.dup2(os.open(request["stdin"], os.O_RDONLY), 0)
+                try:
+                    os.execvp(program[0], program)
+                except OSError as exc:
+                    os.write(2, f"the agent command did not start: {exc}\n".encode())
+                    os._exit(127)
             run(agent, request["instruction"], request["environ"])
         finally:
             os._exit(0)
     os.close(said_w)
     os.close(go_r)
+    os.close(out_w)
+    os.close(err_w)
+    drains = [
+        threading.Thread(target=_drain, args=(out_r, request["stdout"]), daemon=True),
+        threading.Thread(target=_drain, args=(err_r, request["stderr"]), daemon=True),
+    ]
+    for drain in drains:
+        drain.start()
     said = os.read(said_r, 512).decode()
     os.close(said_r)
     if said.startswith("-1"):
@@ -342,8 +361,9 @@ def _trial(
     status = os.waitpid(child, 0)[1]
     if limit:
         done.set()
-    with contextlib.suppress(OSError):
-        os.killpg(child, signal.SIGKILL)  # what it left running
+    _stop_the_rest()  # what it left running, in its group or not
+    for drain in drains:
+        drain.join(timeout=2)
     reports.current = None
     control.close()
     for listener in listeners:
@@ -352,6 +372,43 @@ def _trial(
         listener.close()
     _empty_tmp()
     return {"code": os.waitstatus_to_exitcode(status), "memory": over[0] if over else None}
+
+
+OUTPUT_CAP = 10 * 2**20
+"""Bytes of a trial's stdout and stderr kept (as ``_command.OUTPUT_CAP``); the rest dropped."""
+
+
+def _drain(fd: int, path: str) -> None:
+    """Copy the pipe ``fd`` to the file ``path`` until it ends, the first ``OUTPUT_CAP`` bytes."""
+    kept = 0
+    with open(path, "wb") as out:
+        while data := _read(fd):
+            if kept < OUTPUT_CAP:
+                out.write(data[: OUTPUT_CAP - kept])
+                kept += len(data)
+    os.close(fd)
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:
+        return b""
+
+
+def _stop_the_rest() -> None:
+    """Stop every process of the sandbox but this one and its init (a trial's leftovers)."""
+    spared = {1, os.getpid()}
+    for _ in range(3):  # (one that forked meanwhile is met again)
+        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in spared]
+        if not others:
+            return
+        for pid in others:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in others:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
 
 
 def _empty_tmp() -> None:

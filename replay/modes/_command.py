@@ -94,14 +94,24 @@ class AgentCommand:
             LimitExceeded: It ran past its deadline (guard ``timeout``) or held more
                 memory than its cap (``memory``), and was stopped.
         """
+        walled = self.isolation == "process"
+        if walled and _zygote.supported() and not (self.writable or self.extra):
+            shown = shlex.join(self.argv)
+            done = _forked(
+                "-", instruction, env, self.allow_env, self.allow_hosts, self.timeout,
+                self.memory_mb, f"the agent command `{shown}`", self.argv,
+            )  # fmt: skip
+            if done.code != 0:
+                last = f": {done.said}" if done.said else ""
+                raise AgentCommandFailed(
+                    f"the agent command `{shown}` exited with code {done.code}{last}"
+                )
+            return done.stdout.strip()
         names = (*SAFE_ENV, *self.allow_env)
         inherited = {k: os.environ[k] for k in names if k in os.environ}
         variables = env.variables() | dict(self.extra)
-        walled = self.isolation == "process"
         rec = env._recording
-        hosts = set() if rec is None else set(rec.ignore_hosts.hosts)
-        if rec is not None and rec.source is not None:  # what the frozen recording ignored
-            hosts |= rec.source.ignore_hosts.hosts
+        hosts = _ignored(rec)
         walls_of = Walls(variables, self.writable, rec, hosts, self.allow_hosts) if walled else None
         with walls_of if walls_of is not None else contextlib.nullcontext() as walls:
             return self._run(instruction, inherited | variables, walls)
@@ -254,36 +264,14 @@ class ChildAgent:
 
     def _forked(self, instruction: str, env: Environment) -> dict[str, Any]:
         """Run it in a child forked from a zygote that imported it once (``_zygote``)."""
-        names = (*SAFE_ENV, *self.allow_env)
-        environ = {k: os.environ[k] for k in names if k in os.environ}
-        rec = env._recording
-        hosts = set() if rec is None else set(rec.ignore_hosts.hosts)
-        if rec is not None and rec.source is not None:
-            hosts |= rec.source.ignore_hosts.hosts
-        try:
-            key, zygote = _zygote.take(self.entry, environ)
-        except _zygote.ZygoteFailed as exc:
-            raise AgentCommandFailed(str(exc)) from None
-        try:
-            outcome, said = zygote.run(
-                instruction,
-                env.variables(),
-                rec,
-                sorted(hosts),
-                self.allow_hosts,
-                self.timeout,
-                self.memory_mb,
-            )
-        except _zygote.ZygoteFailed as exc:
-            if exc.guard is not None:
-                raise LimitExceeded(f"the agent {self.entry} {exc}", guard=exc.guard) from None
-            raise AgentCommandFailed(f"the agent {self.entry} {exc}") from None
-        finally:
-            _zygote.give(key, zygote)
-        if outcome is None:
-            last = f": {said}" if said else ""
+        done = _forked(
+            self.entry, instruction, env, self.allow_env, self.allow_hosts, self.timeout,
+            self.memory_mb, f"the agent {self.entry}",
+        )  # fmt: skip
+        if done.outcome is None:
+            last = f": {done.said}" if done.said else ""
             raise AgentCommandFailed(f"the agent {self.entry} said nothing{last}")
-        return outcome
+        return done.outcome
 
     def _started(self, instruction: str, env: Environment) -> dict[str, Any]:
         """Run it in a child of its own (``python -m replay.modes._child``)."""
@@ -305,3 +293,43 @@ class ChildAgent:
             except (OSError, ValueError):
                 raise AgentCommandFailed(f"the agent {self.entry} said nothing") from None
         return outcome
+
+
+def _ignored(rec: Any) -> set[str]:
+    """The hosts the trial ignores (its own list and the frozen recording's)."""
+    hosts = set() if rec is None else set(rec.ignore_hosts.hosts)
+    if rec is not None and rec.source is not None:
+        hosts |= rec.source.ignore_hosts.hosts
+    return hosts
+
+
+def _forked(
+    entry: str,
+    instruction: str,
+    env: Environment,
+    allow_env: tuple[str, ...],
+    allow_hosts: tuple[tuple[str, int], ...],
+    timeout: float,
+    memory_mb: int | None,
+    named: str,
+    program: tuple[str, ...] | None = None,
+) -> _zygote.Finished:
+    """One trial forked from a zygote of ``entry`` (``-`` and ``program``: a program's)."""
+    names = (*SAFE_ENV, *allow_env)
+    environ = {k: os.environ[k] for k in names if k in os.environ}
+    rec = env._recording
+    try:
+        key, zygote = _zygote.take(entry, environ, program or ())
+    except _zygote.ZygoteFailed as exc:
+        raise AgentCommandFailed(str(exc)) from None
+    try:
+        return zygote.run(
+            instruction, env.variables(), rec, sorted(_ignored(rec)), allow_hosts, timeout,
+            memory_mb, program,
+        )  # fmt: skip
+    except _zygote.ZygoteFailed as exc:
+        if exc.guard is not None:
+            raise LimitExceeded(f"{named} {exc}", guard=exc.guard) from None
+        raise AgentCommandFailed(f"{named} {exc}") from None
+    finally:
+        _zygote.give(key, zygote)

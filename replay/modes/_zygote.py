@@ -1,7 +1,8 @@
-"""Walled Python agents, started once: a zygote per agent that forks each trial.
+"""Walled agents, started once: a zygote per agent that forks each trial.
 
 A walled Python agent (``--agent MOD:FN --isolation process``) would pay its
-interpreter's start and its imports (a framework: seconds) on every trial.
+interpreter's start and its imports (a framework: seconds) on every trial,
+and any walled trial bubblewrap's namespaces and the forwarder's start.
 A ``Zygote`` is one sandbox (``_isolation.sandbox_argv``: its own network,
 processes, a read-only filesystem) running ``python -m replay.modes._child
 --serve SOCKET MOD:FN``: it imports the agent once, then for each trial the
@@ -12,10 +13,12 @@ environment and instruction) it
 - forks a child that drops every capability, installs the seccomp filter
   (its listener handed to the trial's supervisor: violations recorded as in
   ``Walls``), takes the trial's environment and runs the agent, its outcome
-  to the trial's answer file (``_child.run``),
-- waits for it (stopping it past ``--trial-memory``), stops what it left
-  running, closes the trial's ports and empties ``/tmp``: the next trial
-  starts from the zygote as it was after the import, with nothing of this one.
+  to the trial's answer file (``_child.run``), or execs the agent's program
+  (``--agent-cmd``: a zygote of entry ``-``, its instruction on stdin),
+- waits for it (stopping it past ``--trial-memory``), stops every other
+  process of the sandbox (what the trial left running, in its group or not),
+  closes the trial's ports and empties ``/tmp``: the next trial starts from
+  the zygote as it was after the import, with nothing of this one.
 
 A zygote runs one trial at a time; concurrent trials take one each from the
 pool (``_POOL``), made on demand and kept until the process exits. One that
@@ -39,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from recorder import ReplayError
@@ -62,6 +66,32 @@ class ZygoteFailed(ReplayError):
         self.guard = guard
 
 
+@dataclass(frozen=True)
+class Finished:
+    """How a zygote's trial ended.
+
+    Attributes:
+        code: The child's exit code.
+        outcome: A Python agent's outcome (``_child.run``), None for a program or if it
+            said nothing.
+        stdout: What it wrote on stdout (a program's answer).
+        said: Its last line on stderr.
+    """
+
+    code: int
+    outcome: dict[str, Any] | None
+    stdout: str
+    said: str
+
+
+def _text(path: str) -> str:
+    try:
+        with open(path, "rb") as given:
+            return given.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 class _Quiet:
     """A sink for a trial without a recording: nothing to record in."""
 
@@ -75,7 +105,7 @@ class _Quiet:
 class Zygote:
     """One walled process with ``entry`` imported, forking a child per trial."""
 
-    def __init__(self, entry: str, environ: Mapping[str, str]) -> None:
+    def __init__(self, entry: str, environ: Mapping[str, str], shown: Sequence[str] = ()) -> None:
         self.dir = tempfile.mkdtemp(prefix="replay-zygote-")
         write_names(self.dir, {})
         path = os.path.join(self.dir, "zygote")
@@ -86,6 +116,7 @@ class Zygote:
         # folder shown inside, read-only), which holds the working directory.
         here = [p for p in dict.fromkeys([os.getcwd(), *sys.path]) if p and os.path.isdir(p)]
         program = [sys.executable, "-m", "replay.modes._child", "--serve", path, entry, *here]
+        program += ["--", *shown] if shown else []  # (a program's paths, shown inside)
         self._log = open(os.path.join(self.dir, "zygote.log"), "wb")  # noqa: SIM115
         try:
             self._process = subprocess.Popen(
@@ -143,8 +174,9 @@ class Zygote:
         allow: Sequence[tuple[str, int]],
         timeout: float,
         memory_mb: int | None,
-    ) -> tuple[dict[str, Any] | None, str]:
-        """Run one trial; its outcome (None: it said nothing) and its last words on stderr.
+        program: Sequence[str] | None = None,
+    ) -> Finished:
+        """Run one trial: the zygote's agent, or ``program`` (instruction on its stdin).
 
         Raises:
             ZygoteFailed: It ran past ``timeout`` (the zygote is stopped), held more
@@ -154,13 +186,19 @@ class Zygote:
         with walls:
             given = walls.linked(variables)
             answer = os.path.join(walls.folder, "answer.json")
-            stderr = os.path.join(walls.folder, "stderr")
+            stdin, stdout, stderr = (os.path.join(walls.folder, n) for n in ("in", "out", "err"))
+            with open(stdin, "w", encoding="utf-8") as given_in:
+                given_in.write(instruction)
             write_names(self.dir, walls.names)
+            environ = dict(given) if program else {**given, "REPLAY_ANSWER": answer}
             request = {
                 "forward": walls.forwards(),
                 "control": walls.control,
-                "environ": {**given, "REPLAY_ANSWER": answer},
+                "environ": environ,
                 "instruction": instruction,
+                "program": list(program) if program else None,
+                "stdin": stdin,
+                "stdout": stdout,
                 "stderr": stderr,
                 "memory_mb": memory_mb,
             }
@@ -177,26 +215,19 @@ class Zygote:
                         "timeout",
                     ) from None
                 raise ZygoteFailed(f"the zygote failed ({exc}){self._said()}") from None
-            said = ""
-            with contextlib.suppress(OSError):
-                with open(stderr, "rb") as err:
-                    lines = [
-                        line
-                        for line in err.read()[-65536:].decode(errors="replace").splitlines()
-                        if line.strip()
-                    ]
-                said = lines[-1].strip()[:300] if lines else ""
+            said = _text(stderr)
+            lines = [line for line in said[-65536:].splitlines() if line.strip()]
+            said = lines[-1].strip()[:300] if lines else ""
             if reply.get("memory"):
                 raise ZygoteFailed(
                     f"held {reply['memory']} MB, more than its {memory_mb} MB (--trial-memory), "
                     "and was stopped",
                     "memory",
                 )
-            try:
-                with open(answer, encoding="utf-8") as told:
-                    return json.load(told), said
-            except (OSError, ValueError):
-                return None, said
+            outcome = None
+            with contextlib.suppress(OSError, ValueError), open(answer, encoding="utf-8") as told:
+                outcome = json.load(told)
+            return Finished(int(reply.get("code", -1)), outcome, _text(stdout), said)
 
     def close(self) -> None:
         """Stop it (and whatever trial it runs)."""
@@ -221,9 +252,11 @@ def supported() -> bool:
     return _seccomp.supported()
 
 
-def take(entry: str, environ: Mapping[str, str]) -> tuple[tuple[Any, ...], Zygote]:
-    """An idle zygote of ``entry`` started with ``environ`` (made if none is idle)."""
-    key = (entry, os.getcwd(), tuple(sys.path), tuple(sorted(environ.items())))
+def take(
+    entry: str, environ: Mapping[str, str], shown: Sequence[str] = ()
+) -> tuple[tuple[Any, ...], Zygote]:
+    """An idle zygote of ``entry`` (``-``: for programs, ``shown`` their command lines)."""
+    key = (entry, os.getcwd(), tuple(sys.path), tuple(sorted(environ.items())), tuple(shown))
     with _LOCK:
         idle = _POOL.setdefault(key, [])
         while idle:
@@ -231,7 +264,7 @@ def take(entry: str, environ: Mapping[str, str]) -> tuple[tuple[Any, ...], Zygot
             if zygote.alive:
                 return key, zygote
             zygote.close()
-    return key, Zygote(entry, environ)
+    return key, Zygote(entry, environ, shown)
 
 
 def give(key: tuple[Any, ...], zygote: Zygote) -> None:

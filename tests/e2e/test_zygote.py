@@ -9,6 +9,7 @@ its deadline or memory is an error and the next trial still runs.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,34 @@ def test_an_agent_that_cannot_be_imported_is_one_line(tmp_path: Path) -> None:
     assert trial.outcome.verdict.value == "error"  # type: ignore[attr-defined]
     (said,) = [e for e in trial.outcome.evidence if "cannot be loaded" in e]  # type: ignore[attr-defined]
     assert "nowhere" in said and "\n" not in said
+
+
+_LEAVE = """
+import os, subprocess, sys
+if sys.stdin.read().strip() == "spawn":
+    daemon = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    open("/tmp/left", "w").close()
+    print(daemon.pid)
+else:
+    print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.path.exists("/tmp/left"))
+"""
+
+
+def test_a_program_s_daemon_and_files_do_not_outlive_its_trial(tmp_path: Path) -> None:
+    """Programs are forked from a zygote too: what one trial leaves is gone for the next."""
+    from replay import AgentCommand
+
+    agent = AgentCommand((sys.executable, "-c", _LEAVE), isolation="process")
+    (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+    answers = []
+    for name in ("spawn", "look"):
+        (tmp_path / f"{name}.yaml").write_text(f"id: {name}\ninstruction: {name}\nfixture: w.sql\n")
+        trial = sandbox(
+            load_case(tmp_path / f"{name}.yaml"), agent, lambda conn: [],
+            tmp_path / f"{name}.cassette", llm_base_url=NO_LLM_URL,
+        )  # fmt: skip
+        answers.append(trial.trial.answer or "")
+    daemon = int(answers[0])
+    pids, left = answers[1].rsplit(" ", 1)
+    assert daemon not in json.loads(pids), answers  # stopped with its trial (it left the group)
+    assert left == "False"
