@@ -204,6 +204,8 @@ class Walls:
         if attempt.family == "inet":  # an endpoint, an allowed host, or the resolver
             where = (attempt.host, attempt.port)
             return where in self._reachable or where == ("127.0.0.1", 53)
+        if attempt.family == "file":  # (one to a read-only mount: a rw one is not trapped)
+            return False
         if attempt.family == "unix":
             path = attempt.host
             return path in self._sockets or (
@@ -325,7 +327,8 @@ def sandbox_argv(program: Sequence[str], writable: Sequence[str], names: str | N
         "bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
         *caps, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *hidden,
         *(arg for path in shown for arg in ("--ro-bind", path, path)), *binds, *resolver,
-        "--setenv", "TMPDIR", "/tmp", "--chdir", here, "--",
+        "--setenv", "TMPDIR", "/tmp", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+        "--chdir", here, "--",
     ]  # fmt: skip
 
 

@@ -4,14 +4,16 @@ The walls (``_isolation``) are what stop an agent: in its own network namespace
 nothing but the trial's endpoints exists. This module is what *sees* it try.
 Before the agent's program starts, a filter is installed on it (inherited by
 every thread and child it makes) that stops the calls that aim somewhere —
-``connect``, ``sendto`` with an address, ``sendmsg``/``sendmmsg`` — and the
-calls that reach into another process (``ptrace``, ``process_vm_readv``/
-``writev``, ``pidfd_getfd``), and hands each to a supervisor in the harness.
-The supervisor reads the address from the caller's memory and lets the call
-go on when it is one of the trial's endpoints; anything else is refused
-(``EACCES``; ``EPERM`` for another process) and reported as a sandbox
-violation. ``io_uring`` (which would connect past the filter) is not
-available inside (``ENOSYS``).
+``connect``, ``sendto`` with an address, ``sendmsg``/``sendmmsg`` — the opens
+that write (``open``/``openat`` with a writing flag, ``creat``, ``openat2``)
+and the calls that reach into another process (``ptrace``,
+``process_vm_readv``/``writev``, ``pidfd_getfd``), and hands each to a
+supervisor in the harness. The supervisor reads the address (or path) from
+the caller's memory and lets the call go on when it is one of the trial's
+endpoints (or a file on a read-write mount of the sandbox: its ``/tmp``);
+anything else is refused (``EACCES``; ``EPERM`` for another process,
+``EROFS`` for a file) and reported as a sandbox violation. ``io_uring``
+(which would connect past the filter) is not available inside (``ENOSYS``).
 
 A caller could change the address between our reading and the kernel's (a
 second thread racing the first): that evades the *record*, never the walls,
@@ -33,11 +35,16 @@ from collections.abc import Callable
 
 _ALLOW, _NOTIFY, _ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
 _KILL_PROCESS = 0x80000000
-_LD_ABS_W, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+"""Open flags that write: such an open is trapped (a read-only one is not)."""
 _NEW_LISTENER = 1 << 3
 _NO_NEW_PRIVS = 38
 _RECV, _SEND, _ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 _CONTINUE = 1
+_AT_FDCWD = -100
+_ERRORS = {"ptrace": errno.EPERM, "write": errno.EROFS}
+"""What a refused call returns, by action (else ``EACCES``)."""
 
 
 class _Arch:
@@ -53,7 +60,8 @@ _ARCHES = {
         {
             "connect": 42, "sendto": 44, "sendmsg": 46, "sendmmsg": 307, "ptrace": 101,
             "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
-            "io_uring_setup": 425, "seccomp": 317,
+            "io_uring_setup": 425, "seccomp": 317, "open": 2, "creat": 85, "openat": 257,
+            "openat2": 437,
         },
         x32=True,
     ),
@@ -62,7 +70,7 @@ _ARCHES = {
         {
             "connect": 203, "sendto": 206, "sendmsg": 211, "sendmmsg": 269, "ptrace": 117,
             "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
-            "io_uring_setup": 425, "seccomp": 277,
+            "io_uring_setup": 425, "seccomp": 277, "openat": 56, "openat2": 437,
         },
     ),
 }  # fmt: skip
@@ -76,33 +84,67 @@ def supported() -> bool:
 
 
 def _program(arch: _Arch) -> bytes:
-    """The filter: trapped calls to the supervisor, the rest allowed."""
-    n = arch.numbers
-    code: list[tuple[int, int, int, int]] = []
+    """The filter: trapped calls to the supervisor, the rest allowed.
 
-    def op(kind: int, k: int, jt: int = 0, jf: int = 0) -> None:
+    Written with labels (classic BPF jumps forward only, by offset): each jump
+    names where it goes, and offsets are counted once every label is placed.
+    """
+    n = arch.numbers
+    code: list[tuple[int, int | str, int | str, int]] = []
+    labels: dict[str, int] = {}
+
+    def op(kind: int, k: int, jt: int | str = 0, jf: int | str = 0) -> None:
         code.append((kind, jt, jf, k))
 
+    def here(label: str) -> None:
+        labels[label] = len(code)
+
     op(_LD_ABS_W, 4)  # arch
-    op(_JEQ, arch.audit, 1, 0)
-    op(_RET, _KILL_PROCESS)
+    op(_JEQ, arch.audit, 0, "kill")
     op(_LD_ABS_W, 0)  # nr
     if arch.x32:  # the x32 calls of x86_64 would go around every number below
-        op(_JGE, 0x40000000, 0, 1)
-        op(_RET, _ERRNO | errno.EPERM)
-    op(_JEQ, n["io_uring_setup"], 0, 1)
-    op(_RET, _ERRNO | errno.ENOSYS)
-    trapped = [n["connect"], n["sendmsg"], n["sendmmsg"], *(n[name] for name in _REACHING)]
-    for i, number in enumerate(trapped):  # to the NOTIFY below
-        op(_JEQ, number, len(trapped) + 4 - i)
-    op(_JEQ, n["sendto"], 0, 5)
-    op(_LD_ABS_W, 16 + 8 * 4)  # args[4], the address: none (a connected socket) is allowed
-    op(_JEQ, 0, 0, 2)
-    op(_LD_ABS_W, 16 + 8 * 4 + 4)
-    op(_JEQ, 0, 1, 0)
-    op(_RET, _NOTIFY)
+        op(_JGE, 0x40000000, "eperm", 0)
+    op(_JEQ, n["io_uring_setup"], "enosys", 0)
+    trapped = ["connect", "sendmsg", "sendmmsg", *_REACHING, "creat", "openat2"]
+    for name in trapped:
+        if name in n:
+            op(_JEQ, n[name], "notify", 0)
+    op(_JEQ, n["sendto"], "sendto", 0)
+    op(_JEQ, n["openat"], "openat", 0)
+    if "open" in n:
+        op(_JEQ, n["open"], "open", 0)
     op(_RET, _ALLOW)
-    return b"".join(struct.pack("HBBI", *c) for c in code)
+    here("sendto")  # args[4], the address: none (a connected socket's send) is allowed
+    op(_LD_ABS_W, 16 + 8 * 4)
+    op(_JEQ, 0, 0, "notify")
+    op(_LD_ABS_W, 16 + 8 * 4 + 4)
+    op(_JEQ, 0, "allow", "notify")
+    here("openat")  # its flags: opened to read only, it may go on
+    op(_LD_ABS_W, 16 + 8 * 2)
+    op(_JSET, _WRITES, "notify", "allow")
+    here("open")
+    op(_LD_ABS_W, 16 + 8 * 1)
+    op(_JSET, _WRITES, "notify", "allow")
+    here("notify")
+    op(_RET, _NOTIFY)
+    here("allow")
+    op(_RET, _ALLOW)
+    here("kill")
+    op(_RET, _KILL_PROCESS)
+    here("eperm")
+    op(_RET, _ERRNO | errno.EPERM)
+    here("enosys")
+    op(_RET, _ERRNO | errno.ENOSYS)
+
+    def offset(at: int, to: int | str) -> int:
+        if isinstance(to, int):
+            return to
+        jump = labels[to] - at - 1
+        assert 0 <= jump < 256, (to, jump)
+        return jump
+
+    out = [(kind, offset(i, jt), offset(i, jf), k) for i, (kind, jt, jf, k) in enumerate(code)]
+    return b"".join(struct.pack("HBBI", *c) for c in out)
 
 
 def install() -> int:
@@ -165,10 +207,10 @@ class Attempt:
     """One trapped call: what it aimed at.
 
     Attributes:
-        action: ``connect``, ``send`` (a datagram with an address) or ``ptrace``
-            (any reach into another process).
+        action: ``connect``, ``send`` (a datagram with an address), ``ptrace``
+            (any reach into another process) or ``write`` (a file opened to write).
         family: ``inet``, ``inet6``, ``unix``, ``netlink``, ``unspec`` or ``other``;
-            ``process`` for ``ptrace``.
+            ``process`` for ``ptrace``, ``file`` for ``write``.
         host: The address (an IP, a socket path, ``@name`` for an abstract socket,
             a process id for ``ptrace``).
         port: The port, for ``inet``/``inet6``.
@@ -191,6 +233,8 @@ class Attempt:
             return f"[{self.host}]:{self.port}"
         if self.family == "process":
             return f"pid {self.host}"
+        if self.family == "file":
+            return self.host
         return f"{self.family}:{self.host}"
 
 
@@ -214,6 +258,31 @@ def _address(raw: bytes) -> tuple[str, str, int | None]:
     if family == socket.AF_UNSPEC:
         return "unspec", "", None
     return "other", str(family), None
+
+
+def _writable(pid: int, path: str) -> bool:
+    """Whether ``path`` is on a read-write mount as process ``pid`` sees its files.
+
+    Its ``mountinfo`` (mount points as it sees them): the deepest mount holding
+    ``path`` says. A write to a read-only one is a reach past the walls (the
+    store, the fixtures, the harness's code); one to its private ``/tmp`` is not.
+    """
+    import re  # (the harness's side: the forwarder never loads it)
+
+    try:
+        with open(f"/proc/{pid}/mountinfo", encoding="utf-8", errors="replace") as info:
+            mounts = [line.split() for line in info]
+    except OSError:
+        return True  # gone: nothing to record
+    best, options = "", "rw"
+    for fields in mounts:
+        if len(fields) < 6:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = point == "/" or path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, options = point, fields[5]
+    return "ro" not in options.split(",")
 
 
 class Supervisor:
@@ -271,7 +340,7 @@ class Supervisor:
                 error = 0
                 refused = [a for a in attempts if not self._allowed(a)]
                 if refused:
-                    error = errno.EPERM if refused[0].action == "ptrace" else errno.EACCES
+                    error = _ERRORS.get(refused[0].action, errno.EACCES)
                     for attempt in refused:
                         self._report(attempt)
                 response = struct.pack(
@@ -297,6 +366,8 @@ class Supervisor:
                 def read(address: int, size: int) -> bytes:
                     return os.pread(mem.fileno(), size, address) if address else b""
 
+                if name in ("open", "creat", "openat", "openat2"):
+                    return self._written(pid, name, args, read)
                 if name == "connect":
                     return [self._attempt("connect", read(args[1], min(args[2], 128)))]
                 if name == "sendto":
@@ -312,6 +383,32 @@ class Supervisor:
                 return found
         except (OSError, struct.error):
             return [Attempt("connect", "other", "an address that could not be read")]
+
+    @staticmethod
+    def _written(
+        pid: int, name: str, args: tuple[int, ...], read: Callable[[int, int], bytes]
+    ) -> list[Attempt]:
+        """The file an open for writing aims at (none: it reads, or cannot be told)."""
+        at_dir = name in ("openat", "openat2")
+        if name == "openat2":  # its flags are the first field of its struct open_how
+            (flags,) = struct.unpack("Q", read(args[2], 8).ljust(8, b"\0"))
+            if not flags & _WRITES:
+                return []
+        raw = read(args[1] if at_dir else args[0], 4096).split(b"\0", 1)[0]
+        path = raw.decode("utf-8", "replace")
+        if not path.startswith("/"):
+            fd = args[0] & 0xFFFFFFFF
+            fd = fd - 2**32 if fd >= 2**31 else fd
+            base = f"/proc/{pid}/cwd" if not at_dir or fd == _AT_FDCWD else f"/proc/{pid}/fd/{fd}"
+            try:
+                where = os.readlink(base)
+            except OSError:
+                return []
+            if not where.startswith("/"):
+                return []  # (a folder the harness cannot name: the walls hold all the same)
+            path = os.path.join(where, path)
+        path = os.path.normpath(path)
+        return [] if _writable(pid, path) else [Attempt("write", "file", path)]
 
     @staticmethod
     def _attempt(action: str, raw: bytes) -> Attempt:

@@ -54,7 +54,7 @@ def attempts(given: dict) -> dict:  # type: ignore[type-arg]
     if given.get("ptrace"):  # (not from the harness's own process: its parent is no harness)
         attempt("ptrace of the parent", _ptrace_parent)
     attempt("a capability left", _capabilities)
-    for name in ("store", "fixture"):
+    for name in ("store", "fixture", "code"):
         attempt(f"write the {name}", lambda name=name: open(given[name], "ab").close())
     attempt("write a private temp file", lambda: open("/tmp/mine", "w").close())
     found["secret in the environment"] = "reached" if given["secret"] in os.environ else "blocked"

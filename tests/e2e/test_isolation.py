@@ -27,7 +27,7 @@ import pytest
 
 from recorder import ViolationEvent
 from replay import AgentCommand, load_case, sandbox
-from replay.channels._isolation import unavailable
+from replay.channels._isolation import _hidden, _under, unavailable
 from replay.graders import Verdict
 from replay.modes import NO_LLM_URL
 from replay.modes._command import ChildAgent
@@ -88,6 +88,7 @@ def _escape(
         "fixture": str(tmp_path / "w.sql"), "secret": SECRET, "value": VALUE[::-1],
         "planted": str(tmp_path / "planted.txt"), "socket": os.path.join(host, "s"),
         "abstract": f"replay-test-{os.getpid()}", "ptrace": not in_process,
+        "code": str(Path(__file__).with_name("escape_child.py")),
     }  # fmt: skip
     abstract = socket.socket(socket.AF_UNIX)  # the harness's, on its own network
     abstract.bind("\0" + settings["abstract"])
@@ -132,7 +133,7 @@ def test_walled_in_every_way_out_is_blocked(
         "httpcore directly", "a plain thread", "UPDATE the results store",
         "the World through gc", "read another trial's file in /tmp",
         "a Unix socket of the host's", "remount / writable", "an abstract Unix socket",
-        "ptrace of the parent", "a capability left",
+        "ptrace of the parent", "a capability left", "write the code",
     ]  # fmt: skip
     if python:
         blocked.append("recorder.unrecorded()")
@@ -148,8 +149,13 @@ def test_walled_in_every_way_out_is_blocked(
     expected = {
         f"connect 127.0.0.1:{given['canary']}", f"connect [::1]:{given['canary6']}",
         "connect 10.255.255.1:80", "dns example.com", f"connect unix:{given['socket']}",
-        f"connect unix:@{given['abstract']}",
+        f"connect unix:@{given['abstract']}", f"write {given['code']}",
     }  # fmt: skip
+    # The store and the fixture, when they are where the agent sees them read-only (a
+    # project's .replay/): under /tmp, as here, its private /tmp has no such file.
+    expected |= {
+        f"write {given[k]}" for k in ("store", "fixture") if not _under(given[k], _hidden())
+    }
     assert expected <= seen, seen
     assert any(s.startswith("ptrace pid ") for s in seen), seen
     assert trial.outcome.verdict is Verdict.FAIL
