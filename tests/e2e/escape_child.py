@@ -57,16 +57,19 @@ def attempts(given: dict) -> dict:  # type: ignore[type-arg]
     for name in ("store", "fixture", "code"):
         attempt(f"write the {name}", lambda name=name: open(given[name], "ab").close())
     attempt("write a private temp file", lambda: open("/tmp/mine", "w").close())
-    found["secret in the environment"] = "reached" if given["secret"] in os.environ else "blocked"
-    value = given["value"][::-1]  # (given reversed: REPLAY_SETTINGS itself is in the environment)
+    # (given reversed: REPLAY_SETTINGS itself is in the environment)
+    values = [v[::-1] for v in given["values"]]
+    mine = "\n".join(os.environ.values())
+    found["secret in the environment"] = "reached" if any(v in mine for v in values) else "blocked"
     seen = ""
-    for pid in {1, os.getppid()}:  # the harness is its parent, when nothing walls it in
+    pids = {p for p in os.listdir("/proc") if p.isdigit()} - {str(os.getpid())}
+    for pid in {*pids, str(os.getppid())}:  # the harness is its parent, when nothing walls it in
         try:
             with open(f"/proc/{pid}/environ", "rb") as other:
                 seen += other.read().decode(errors="replace")
         except OSError:
             pass
-    found["secret in /proc/*/environ"] = "reached" if value in seen else "blocked"
+    found["secret in /proc/*/environ"] = "reached" if any(v in seen for v in values) else "blocked"
     found["processes seen"] = str(len([p for p in os.listdir("/proc") if p.isdigit()]))
     return found
 

@@ -2,7 +2,7 @@
 
 The program (``escape_child.py``) tries a canary server on the harness's own
 loopback (IPv4 and IPv6), another host, DNS, writing the results store and the
-fixture, and reading a secret planted in the harness's environment (directly
+fixture, and reading eight secrets planted in the harness's environment (directly
 and through ``/proc``). Walled in, all fail and the canary sees no connection;
 as a plain child (``--isolation none``) it reaches the canary, so the test
 shows the walls are what blocks it; a Python agent walled in (``--agent``
@@ -38,7 +38,14 @@ pytestmark = pytest.mark.skipif(
     unavailable() is not None, reason=f"isolation is unavailable here: {unavailable()}"
 )
 CHILD = [sys.executable, str(Path(__file__).with_name("escape_child.py"))]
-SECRET, VALUE = "STRIPE_SK", "sk_live_planted_4242"
+SECRETS = {
+    "OPENAI_API_KEY": "sk-proj-planted-0001", "ANTHROPIC_API_KEY": "sk-ant-planted-0002",
+    "AWS_SECRET_ACCESS_KEY": "aws-planted-0003", "GITHUB_TOKEN": "ghp_planted0004",
+    "DATABASE_URL": "postgres://app:pw-planted-0005@db.internal/app",
+    "STRIPE_SK": "sk_live_planted_0006", "MYSQL_PWD": "mysql-planted-0007",
+    "SENTRY_DSN": "https://planted0008@o1.ingest.sentry.io/1",
+}  # fmt: skip
+"""Planted in the harness's environment: the four its name filter hides, four it does not."""
 
 
 class Canary:
@@ -72,7 +79,8 @@ def _escape(
     python: bool = False,
     in_process: bool = False,
 ) -> tuple[Any, ...]:
-    monkeypatch.setenv(SECRET, VALUE)
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
     (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
     (tmp_path / "case.yaml").write_text("id: escape\ninstruction: get out\nfixture: w.sql\n")
     store = tmp_path / "results.db"
@@ -85,7 +93,7 @@ def _escape(
     listener.listen(1)
     settings = {
         "canary": canary.port, "canary6": canary6.port, "store": str(store),
-        "fixture": str(tmp_path / "w.sql"), "secret": SECRET, "value": VALUE[::-1],
+        "fixture": str(tmp_path / "w.sql"), "values": [v[::-1] for v in SECRETS.values()],
         "planted": str(tmp_path / "planted.txt"), "socket": os.path.join(host, "s"),
         "abstract": f"replay-test-{os.getpid()}", "ptrace": not in_process,
         "code": str(Path(__file__).with_name("escape_child.py")),
@@ -159,7 +167,8 @@ def test_walled_in_every_way_out_is_blocked(
     assert expected <= seen, seen
     assert any(s.startswith("ptrace pid ") for s in seen), seen
     assert trial.outcome.verdict is Verdict.FAIL
-    assert VALUE.encode() not in decompressed(trial.trial.cassette.path)  # nor in what it wrote
+    written = decompressed(trial.trial.cassette.path)  # nor in what the trial wrote
+    assert not [v for v in SECRETS.values() if v.encode() in written]
     (veto,) = [g for g in trial.outcome.grades if g.grader == "sandbox"]
     assert veto.veto and any("10.255.255.1:80" in d for d in veto.evidence)
 
