@@ -92,10 +92,13 @@ def answer_dns(listener: socket.socket, report: socket.socket, names: dict[str, 
             answers = b"\xc0\x0c\0\1\0\1\0\0\0\x3c\0\4" + socket.inet_aton(address)
         code = 0x8080 if address is not None else 0x8083  # found (maybe no AAAA); no such name
         head = (code | flags).to_bytes(2, "big") + b"\0\1" + (b"\0\1" if answers else b"\0\0")
+        with contextlib.suppress(OSError):  # (told before it is answered: none goes unseen)
+            report.sendall(f"dns {name}\n".encode())
         with contextlib.suppress(OSError):
             listener.sendto(query[:2] + head + b"\0\0\0\0" + query[12:end] + answers, peer)
-        with contextlib.suppress(OSError):
-            report.sendall(f"dns {name}\n".encode())
+
+
+_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
 
 def question(query: bytes) -> tuple[str, int] | None:
@@ -107,10 +110,11 @@ def question(query: bytes) -> tuple[str, int] | None:
         size = query[at]
         if size > 63 or at + 1 + size >= len(query):
             return None
-        labels.append(query[at + 1 : at + 1 + size].decode("ascii", "replace"))
+        label = query[at + 1 : at + 1 + size]  # (a name's letters, or escaped: no line breaks)
+        labels.append("".join(chr(c) if c in _PLAIN else f"\\{c:03d}" for c in label))
         at += 1 + size
     end = at + 1 + 4  # the root label, the type and class
-    return (".".join(labels), end) if end <= len(query) else None
+    return (".".join(labels)[:1024], end) if end <= len(query) else None
 
 
 def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
@@ -143,7 +147,8 @@ def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
             fd = -1
             os.write(said_w, f"-1 {exc}".encode()[:400])
         os.close(said_w)
-        os.read(go_r, 1)
+        if not os.read(go_r, 1):  # the forwarder is gone: nothing runs unwatched
+            os._exit(127)
         if fd >= 0:
             os.close(fd)
         try:

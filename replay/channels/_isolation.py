@@ -31,16 +31,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
-import itertools
 import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -98,6 +98,9 @@ class Sink(Protocol):
         """Something could not be watched."""
 
 
+KEPT_PER_TARGET, KEPT = 20, 500
+"""Violations recorded for one target, and in all, per trial (an agent in a loop of
+refused calls does not fill the cassette); the grade fails on the first."""
 NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
 """glibc asks its name-service cache first on every name lookup: not the agent's reach
 (hidden inside all the same); the lookup that follows is."""
@@ -137,13 +140,17 @@ class Walls:
         self._reachable = {("127.0.0.1", p) for p in self._ports} | {
             (self._names.get(h, "127.0.0.1"), p) for h, p in self._allow
         }
-        self._dir = ""
+        self._dir = self._names_dir = ""
         self._bridges: list[_Bridge] = []
         self._control: socket.socket | None = None
         self._supervisor: _seccomp.Supervisor | None = None
+        self._watcher: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, str], int] = {}
 
     def __enter__(self) -> Walls:
         self._dir = tempfile.mkdtemp(prefix="replay-walls-", dir=self._root)
+        self._names_dir = tempfile.mkdtemp(prefix="replay-names-")  # (not seen inside)
         self._bridges = [
             _Bridge("127.0.0.1", port, os.path.join(self._dir, f"{port}")) for port in self._ports
         ]
@@ -155,7 +162,10 @@ class Walls:
                 self._control = socket.socket(socket.AF_UNIX)
                 self._control.bind(os.path.join(self._dir, "control"))
                 self._control.listen(1)
-                threading.Thread(target=self._watch, name="replay-walls", daemon=True).start()
+                self._watcher = threading.Thread(
+                    target=self._watch, name="replay-walls", daemon=True
+                )
+                self._watcher.start()
             else:
                 self._sink.warn(
                     f"sandbox violations are not recorded on {os.uname().machine} "
@@ -180,10 +190,9 @@ class Walls:
                 return
             if fds:
                 self._supervisor = _seccomp.Supervisor(
-                    fds[0], self._allowed, lambda a: sink.violation(a.action, a.target, "walls")
+                    fds[0], self._allowed, lambda a: self._violation(a.action, a.target)
                 )
-            lines = conn.makefile("rb")
-            for raw in itertools.chain([said], lines):
+            for raw in _lines(conn, said):
                 line = raw.decode("utf-8", "replace").strip()
                 if line.startswith("unavailable: "):
                     sink.warn(
@@ -191,7 +200,19 @@ class Walls:
                         f"({line.removeprefix('unavailable: ')}): they are refused all the same"
                     )
                 elif line.startswith("dns ") and not self._quiet(line[4:].lower().rstrip(".")):
-                    sink.violation("dns", line[4:], "walls")
+                    self._violation("dns", line[4:])
+
+    def _violation(self, action: str, target: str) -> None:
+        """Record one, up to ``KEPT_PER_TARGET`` of each and ``KEPT`` in all (then say so)."""
+        assert self._sink is not None
+        with self._lock:
+            seen = self._seen.get((action, target), 0)
+            self._seen[(action, target)] = seen + 1
+            total = sum(self._seen.values())
+        if seen < KEPT_PER_TARGET and total <= KEPT:
+            self._sink.violation(action, target, "walls")
+        elif total == KEPT + 1:
+            self._sink.warn(f"more than {KEPT} sandbox violations: the rest are not recorded")
 
     def _quiet(self, name: str) -> bool:
         """An allowed host, or one the trial ignores (a tracing endpoint's): no violation."""
@@ -223,22 +244,26 @@ class Walls:
             with contextlib.suppress(OSError):
                 self._control.shutdown(socket.SHUT_RDWR)
             self._control.close()
+        if self._watcher is not None:  # the names looked up last, told before the program ended
+            self._watcher.join(timeout=2)
         if self._supervisor is not None:
             self._supervisor.close()
         for bridge in self._bridges:
             bridge.close()
         shutil.rmtree(self._dir, ignore_errors=True)
+        shutil.rmtree(self._names_dir, ignore_errors=True)
 
     def argv(self, program: Sequence[str]) -> list[str]:
         """``program`` inside the walls (its working directory: this one, read-only)."""
         watched = self._control is not None
         if watched:
-            write_names(self._dir, self._names)
+            write_names(self._names_dir, self._names)
         forwards = self.forwards()
         if watched:
             forwards[:0] = ["--control", self.control]
+        names = self._names_dir if watched else None
         return [
-            *sandbox_argv(program, [self._dir, *self._binds], self._dir if watched else None),
+            *sandbox_argv(program, [self._dir, *self._binds], names),
             sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program,
         ]  # fmt: skip
 
@@ -276,6 +301,47 @@ class Walls:
             os.link(path, link)
             out = {k: v.replace(f"unix:{path}", f"unix:{link}") for k, v in out.items()}
         return out
+
+
+def _lines(conn: socket.socket, first: bytes) -> Iterator[bytes]:
+    """The lines of ``first`` and of what follows on ``conn`` (a read may end mid-line)."""
+    pending = first
+    while True:
+        *whole, pending = pending.split(b"\n")
+        yield from whole
+        try:
+            more = conn.recv(65536)
+        except OSError:
+            more = b""
+        if not more:
+            if pending:
+                yield pending
+            return
+        pending += more
+
+
+def read_given(path: str, cap: int = 10 * 2**20) -> bytes:
+    """What a sandbox left at ``path`` (a file in a folder it can write): at most ``cap`` bytes.
+
+    Never through a link it planted, from a FIFO or a device (``O_NOFOLLOW``,
+    ``O_NONBLOCK``, a regular file only): b"" for anything else.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        chunks, left = [], cap
+        while left > 0 and (chunk := os.read(fd, min(left, 2**20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def write_names(folder: str, names: Mapping[str, str]) -> None:
@@ -364,6 +430,11 @@ def allowed_host(text: str) -> tuple[str, int]:
     if not host or not 0 < port < 65536 or any(c in host for c in "/@ :"):
         raise ConfigError(f"--allow-host {text!r} is not HOST[:PORT] (e.g. api.internal:8443)")
     return host, port
+
+
+def hidden_roots() -> list[str]:
+    """The folders each sandbox has private and empty (``/tmp``, home...)."""
+    return _hidden()
 
 
 def _hidden() -> list[str]:

@@ -246,6 +246,12 @@ def _address(raw: bytes) -> tuple[str, str, int | None]:
     if family == socket.AF_INET and len(raw) >= 8:
         return "inet", socket.inet_ntop(socket.AF_INET, raw[4:8]), struct.unpack(">H", raw[2:4])[0]
     if family == socket.AF_INET6 and len(raw) >= 24:
+        if raw[8:20] == b"\0" * 10 + b"\xff\xff":  # an IPv4 address, mapped: as itself
+            return (
+                "inet",
+                socket.inet_ntop(socket.AF_INET, raw[20:24]),
+                struct.unpack(">H", raw[2:4])[0],
+            )
         host = socket.inet_ntop(socket.AF_INET6, raw[8:24])
         return "inet6", host, struct.unpack(">H", raw[2:4])[0]
     if family == socket.AF_UNIX:
@@ -260,6 +266,13 @@ def _address(raw: bytes) -> tuple[str, str, int | None]:
     return "other", str(family), None
 
 
+def unescaped(point: str) -> str:
+    r"""A mount point as ``mountinfo`` writes it (``\040`` for a space...), as it is."""
+    import re  # (here: the forwarder never loads it)
+
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)
+
+
 def _writable(pid: int, path: str) -> bool:
     """Whether ``path`` is on a read-write mount as process ``pid`` sees its files.
 
@@ -267,8 +280,6 @@ def _writable(pid: int, path: str) -> bool:
     ``path`` says. A write to a read-only one is a reach past the walls (the
     store, the fixtures, the harness's code); one to its private ``/tmp`` is not.
     """
-    import re  # (the harness's side: the forwarder never loads it)
-
     try:
         with open(f"/proc/{pid}/mountinfo", encoding="utf-8", errors="replace") as info:
             mounts = [line.split() for line in info]
@@ -278,7 +289,7 @@ def _writable(pid: int, path: str) -> bool:
     for fields in mounts:
         if len(fields) < 6:
             continue
-        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        point = unescaped(fields[4])
         inside = point == "/" or path == point or path.startswith(point.rstrip("/") + "/")
         if inside and len(point) >= len(best):
             best, options = point, fields[5]
@@ -336,13 +347,12 @@ class Supervisor:
                 ident, pid = struct.unpack_from("QI", notif)
                 number = struct.unpack_from("i", notif, 16)[0]
                 args = struct.unpack_from("6Q", notif, 32)
-                attempts = self._read(pid, number, args)
-                error = 0
-                refused = [a for a in attempts if not self._allowed(a)]
-                if refused:
-                    error = _ERRORS.get(refused[0].action, errno.EACCES)
-                    for attempt in refused:
-                        self._report(attempt)
+                try:
+                    error = self._answer(ident, pid, number, args)
+                except Exception:  # whatever went wrong with this call: refused, not served on
+                    error = errno.EACCES
+                if error is None:
+                    continue  # gone meanwhile (its pid may be another process's now)
                 response = struct.pack(
                     "QqiI", ident, 0, -error if error else 0, 0 if error else _CONTINUE
                 )
@@ -351,6 +361,20 @@ class Supervisor:
         finally:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
+
+    def _answer(self, ident: int, pid: int, number: int, args: tuple[int, ...]) -> int | None:
+        """The errno to refuse a call with (0: it goes on; None: it is gone)."""
+        import fcntl
+
+        attempts = self._read(pid, number, args)
+        try:  # what was read was that caller's: its pid was not reused meanwhile
+            fcntl.ioctl(self._fd, _ID_VALID, struct.pack("Q", ident))
+        except OSError:
+            return None
+        refused = [a for a in attempts if not self._allowed(a)]
+        for attempt in refused:
+            self._report(attempt)
+        return _ERRORS.get(refused[0].action, errno.EACCES) if refused else 0
 
     def _read(self, pid: int, number: int, args: tuple[int, ...]) -> list[Attempt]:
         """What the call aims at (none: it may go on as it is)."""
@@ -381,7 +405,7 @@ class Supervisor:
                     if name_at:
                         found.append(self._attempt("send", read(name_at, min(size, 128))))
                 return found
-        except (OSError, struct.error):
+        except (OSError, ValueError, OverflowError, struct.error):
             return [Attempt("connect", "other", "an address that could not be read")]
 
     @staticmethod

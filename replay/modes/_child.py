@@ -33,6 +33,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 import urllib.request
 from collections.abc import Mapping
@@ -304,7 +305,8 @@ def _trial(
                 fd = -1
                 os.write(said_w, f"-1 {exc}".encode()[:400])
             os.close(said_w)
-            os.read(go_r, 1)
+            if not os.read(go_r, 1):  # the zygote is gone: nothing runs unwatched
+                os._exit(127)
             if fd >= 0:
                 os.close(fd)
             os.dup2(out_w, 1)
@@ -371,7 +373,7 @@ def _trial(
         with contextlib.suppress(OSError):
             listener.shutdown(socket.SHUT_RDWR)
         listener.close()
-    _empty_tmp()
+    _empty(request.get("hidden") or ["/tmp"])
     return {"code": os.waitstatus_to_exitcode(status), "memory": over[0] if over else None}
 
 
@@ -398,26 +400,48 @@ def _read(fd: int) -> bytes:
 
 
 def _stop_the_rest() -> None:
-    """Stop every process of the sandbox but this one and its init (a trial's leftovers)."""
-    spared = {1, os.getpid()}
-    for _ in range(3):  # (one that forked meanwhile is met again)
-        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in spared]
-        if not others:
+    """Stop every process of the sandbox but this one and its init (a trial's leftovers).
+
+    ``kill(-1)``: every process this one may signal, at once (one that forks
+    cannot outrun it), but for itself and its namespace's init; then wait until
+    they are gone (reaped by init, or here).
+    """
+    try:
+        with open("/proc/1/comm", encoding="ascii", errors="replace") as comm:
+            walled = comm.read().strip() == "bwrap"
+    except OSError:
+        walled = False
+    if not walled:  # (never outside a sandbox's own PID namespace: -1 is everyone there)
+        return
+    spared = {"1", str(os.getpid())}
+    deadline = time.monotonic() + 5
+    while True:
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError, OSError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        left = [p for p in os.listdir("/proc") if p.isdigit() and p not in spared]
+        if not left or time.monotonic() > deadline:
             return
-        for pid in others:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in others:
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, 0)
+        time.sleep(0.005)
 
 
-def _empty_tmp() -> None:
-    """Remove what the trial left in ``/tmp``: never a folder bound there (or holding one)."""
+def _empty(roots: list[str]) -> None:
+    """Remove what the trial left in the sandbox's private folders (``/tmp``, home...).
+
+    Never a folder bound there, or one holding such a folder (the trials' own).
+    """
     with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
-        mounts = [line.split()[4] for line in info if len(line.split()) > 4]
-    for name in os.listdir("/tmp"):
-        target = os.path.join("/tmp", name)
+        mounts = [_seccomp.unescaped(line.split()[4]) for line in info if len(line.split()) > 4]
+    for root in roots:
+        with contextlib.suppress(OSError):
+            _empty_one(root, mounts)
+
+
+def _empty_one(root: str, mounts: list[str]) -> None:
+    for name in os.listdir(root):
+        target = os.path.join(root, name)
         if any(m == target or m.startswith(target + "/") for m in mounts):
             continue
         if os.path.isdir(target) and not os.path.islink(target):

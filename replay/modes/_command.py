@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from recorder import ConfigError, ReplayError
 
-from ..channels._isolation import Walls
+from ..channels._isolation import Walls, read_given
 from ..channels._upstream import SAFE_ENV
 from . import _zygote
 from ._environment import Environment
@@ -288,10 +288,11 @@ class ChildAgent:
                 allow_env=self.allow_env,
             )(instruction, env)
             try:
-                with open(answer, encoding="utf-8") as given:
-                    outcome: dict[str, Any] = json.load(given)
-            except (OSError, ValueError):
-                raise AgentCommandFailed(f"the agent {self.entry} said nothing") from None
+                outcome = json.loads(read_given(answer) or b"null")
+            except ValueError:
+                outcome = None
+            if not isinstance(outcome, dict):
+                raise AgentCommandFailed(f"the agent {self.entry} said nothing")
         return outcome
 
 

@@ -42,13 +42,21 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from recorder import ReplayError
 
 from ..channels import _seccomp
-from ..channels._isolation import Sink, Walls, sandbox_argv, write_names
+from ..channels._isolation import (
+    Sink,
+    Walls,
+    hidden_roots,
+    read_given,
+    sandbox_argv,
+    write_names,
+)
 
 READY_S = 120.0
 """Seconds a zygote may take to import its agent."""
@@ -85,11 +93,7 @@ class Finished:
 
 
 def _text(path: str) -> str:
-    try:
-        with open(path, "rb") as given:
-            return given.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    return read_given(path).decode("utf-8", "replace")
 
 
 class _Quiet:
@@ -106,9 +110,18 @@ class Zygote:
     """One walled process with ``entry`` imported, forking a child per trial."""
 
     def __init__(self, entry: str, environ: Mapping[str, str], shown: Sequence[str] = ()) -> None:
+        self.environ = dict(environ)
+        """What it was started with (``PATH``, ``HOME``, what ``--allow-env`` allows):
+        each trial's child gets it too, under the trial's variables."""
+        # Only ``rw`` is seen inside (read-write: the trials' folders, the zygote's socket);
+        # what the harness writes or reads by name (its names files, its log) is not.
         self.dir = tempfile.mkdtemp(prefix="replay-zygote-")
-        write_names(self.dir, {})
-        path = os.path.join(self.dir, "zygote")
+        self.rw = os.path.join(self.dir, "rw")
+        self._names = os.path.join(self.dir, "names")
+        os.mkdir(self.rw)
+        os.mkdir(self._names)
+        write_names(self._names, {})
+        path = os.path.join(self.rw, "zygote")
         listener = socket.socket(socket.AF_UNIX)
         listener.bind(path)
         listener.listen(1)
@@ -119,14 +132,18 @@ class Zygote:
         program += ["--", *shown] if shown else []  # (a program's paths, shown inside)
         self._log = open(os.path.join(self.dir, "zygote.log"), "wb")  # noqa: SIM115
         try:
-            self._process = subprocess.Popen(
-                [*sandbox_argv(program, [self.dir], self.dir), *program],
+            # Started from a thread that lives as long as this process: bwrap's
+            # --die-with-parent follows the thread that started it, and a trial's
+            # thread ends with its run while its zygote waits in the pool.
+            self._process = _SPAWNER.submit(
+                subprocess.Popen,
+                [*sandbox_argv(program, [self.rw], self._names), *program],
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=self._log,
                 env=dict(environ),
                 start_new_session=True,
-            )
+            ).result()
         except OSError as exc:
             self.close()
             raise ZygoteFailed(f"the agent {entry} could not start walled in: {exc}") from None
@@ -182,15 +199,17 @@ class Zygote:
             ZygoteFailed: It ran past ``timeout`` (the zygote is stopped), held more
                 than ``memory_mb``, or the zygote failed.
         """
-        walls = Walls(variables, (), sink or _Quiet(), ignored, allow, root=self.dir)
+        walls = Walls(variables, (), sink or _Quiet(), ignored, allow, root=self.rw)
         with walls:
             given = walls.linked(variables)
             answer = os.path.join(walls.folder, "answer.json")
             stdin, stdout, stderr = (os.path.join(walls.folder, n) for n in ("in", "out", "err"))
             with open(stdin, "w", encoding="utf-8") as given_in:
                 given_in.write(instruction)
-            write_names(self.dir, walls.names)
-            environ = dict(given) if program else {**given, "REPLAY_ANSWER": answer}
+            write_names(self._names, walls.names)
+            environ = {**self.environ, **given}  # (built, as its own was: never copied)
+            if not program:
+                environ["REPLAY_ANSWER"] = answer
             request = {
                 "forward": walls.forwards(),
                 "control": walls.control,
@@ -201,6 +220,7 @@ class Zygote:
                 "stdout": stdout,
                 "stderr": stderr,
                 "memory_mb": memory_mb,
+                "hidden": hidden_roots(),
             }
             self._conn.sendall(json.dumps(request).encode() + b"\n")
             started = time.monotonic()
@@ -225,8 +245,9 @@ class Zygote:
                     "memory",
                 )
             outcome = None
-            with contextlib.suppress(OSError, ValueError), open(answer, encoding="utf-8") as told:
-                outcome = json.load(told)
+            with contextlib.suppress(ValueError):
+                told = json.loads(read_given(answer) or b"null")
+                outcome = told if isinstance(told, dict) else None
             return Finished(int(reply.get("code", -1)), outcome, _text(stdout), said)
 
     def close(self) -> None:
@@ -239,12 +260,16 @@ class Zygote:
         conn = getattr(self, "_conn", None)
         if conn is not None:
             conn.close()
-        self._log.close() if hasattr(self, "_log") else None
+        if hasattr(self, "_log"):
+            self._log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        with _LOCK:
+            _ALL.discard(self)
 
 
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="replay-zygotes")
 _POOL: dict[tuple[Any, ...], list[Zygote]] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # (close() takes it too, under take())
 
 
 def supported() -> bool:
@@ -264,7 +289,14 @@ def take(
             if zygote.alive:
                 return key, zygote
             zygote.close()
-    return key, Zygote(entry, environ, shown)
+    made = Zygote(entry, environ, shown)
+    with _LOCK:
+        _ALL.add(made)
+    return key, made
+
+
+_ALL: set[Zygote] = set()
+"""Every zygote alive, idle or not (stopped at exit)."""
 
 
 def give(key: tuple[Any, ...], zygote: Zygote) -> None:
@@ -280,7 +312,8 @@ def give(key: tuple[Any, ...], zygote: Zygote) -> None:
 def close_all() -> None:
     """Stop every zygote."""
     with _LOCK:
-        zygotes = [z for idle in _POOL.values() for z in idle]
+        zygotes = list(_ALL)
+        _ALL.clear()
         _POOL.clear()
     for zygote in zygotes:
         zygote.close()

@@ -90,5 +90,5 @@ def test_a_background_child_holding_stdout_does_not_hold_the_trial(tmp_path: Pat
     assert time.monotonic() - started < 20
     (trial,) = Store(store).trials("bg")
     assert trial["cause"] is None, trial["cause_detail"]  # graded, not an error of the agent
-    left = subprocess.run(["pgrep", "-f", "sleep 432"], capture_output=True, text=True).stdout
+    left = subprocess.run(["pgrep", "-f", "^sleep 432"], capture_output=True, text=True).stdout
     assert not left.strip()

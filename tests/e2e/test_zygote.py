@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -45,10 +47,14 @@ def test_each_trial_forked_from_one_import_finds_nothing_of_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ZYGOTE_SECRET", "sk_live_not_for_the_agent")
-    agent = ChildAgent("tests.e2e.zygote_agents:leave_traces")
+    monkeypatch.setenv("ZYGOTE_ALLOWED", "given")
+    agent = ChildAgent("tests.e2e.zygote_agents:leave_traces", allow_env=("ZYGOTE_ALLOWED",))
     trials = [_trial(tmp_path, agent, f"t{i}") for i in range(3)]
     seen = [json.loads(t.trial.answer) for t in trials]  # type: ignore[attr-defined]
     assert [s["tmp"] for s in seen] == [False, False, False]
+    assert [s["left"] for s in seen] == [[], [], []]  # /tmp, /var/tmp, /dev/shm, home
+    assert {s["allowed"] for s in seen} == {"given"}  # --allow-env reaches the trial
+    assert {s["path"] for s in seen} == {True}  # and its PATH
     assert [s["state"] for s in seen] == [[], [], []]
     assert len({s["imported_at"] for s in seen}) == 1  # one import, three trials
     assert {s["secret"] for s in seen} == {None}
@@ -111,3 +117,45 @@ def test_a_program_s_daemon_and_files_do_not_outlive_its_trial(tmp_path: Path) -
     pids, left = answers[1].rsplit(" ", 1)
     assert daemon not in json.loads(pids), answers  # stopped with its trial (it left the group)
     assert left == "False"
+
+
+_PLANT = """
+import ctypes, glob, os, socket
+(folder,) = glob.glob("TMP/replay-zygote-*/rw/replay-walls-*")  # its trial's, bound in
+for name in ("out", "err", "answer.json", "hosts"):
+    path = os.path.join(folder, name)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+os.symlink("/proc/self/environ", os.path.join(folder, "out"))  # the harness's, if it followed
+os.mkfifo(os.path.join(folder, "err"))  # a read that would never end
+libc = ctypes.CDLL(None, use_errno=True)
+with socket.socket() as conn:  # an address no one can read: refused, and the watch goes on
+    libc.connect(conn.fileno(), ctypes.c_void_p(0xFFFFFFFFFFFFFF00), 16)
+port = int(os.environ["OPENAI_BASE_URL"].split(":")[2].split("/")[0])
+with socket.create_connection(("127.0.0.1", port), timeout=5):
+    pass  # the trial's own endpoint still answers
+"""
+
+
+def test_what_a_program_plants_in_its_folder_is_never_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Links and FIFOs where the harness reads a trial's output are not followed."""
+    from replay import AgentCommand
+
+    monkeypatch.setenv("HARNESS_ONLY", "sk_live_harness_0009")
+    plant = _PLANT.replace("TMP", tempfile.gettempdir())
+    agent = AgentCommand((sys.executable, "-c", plant), isolation="process", timeout=20)
+    started = time.monotonic()
+    trial = _trial(tmp_path, agent, "plant")
+    assert time.monotonic() - started < 15  # no read hung on the FIFO
+    assert "sk_live_harness_0009" not in (trial.trial.answer or "")  # type: ignore[attr-defined]
+    events = trial.trial.cassette.events  # type: ignore[attr-defined]
+    assert "connect other:an address that could not be read" in {
+        f"{e.action} {e.target}" for e in events if isinstance(e, ViolationEvent)
+    }
+    assert trial.outcome.cause is None or trial.outcome.cause.value != "agent", (  # type: ignore[attr-defined]
+        trial.outcome.evidence  # type: ignore[attr-defined]
+    )

@@ -21,9 +21,14 @@ def leave_traces(instruction: str, env: Any) -> str:
         "state": list(STATE),
         "imported_at": IMPORTED_AT,
         "secret": os.environ.get("ZYGOTE_SECRET"),
+        "allowed": os.environ.get("ZYGOTE_ALLOWED"),
+        "path": bool(os.environ.get("PATH")),
     }
-    with open("/tmp/left", "w") as left:
-        left.write(instruction)
+    private = ["/tmp", "/var/tmp", "/dev/shm", os.environ.get("HOME") or "/tmp"]
+    seen["left"] = [d for d in private if os.path.exists(os.path.join(d, "left"))]
+    for folder in private:
+        with open(os.path.join(folder, "left"), "w") as left:
+            left.write(instruction)
     STATE.append(instruction)
     with socket.socket() as conn:
         conn.settimeout(2)
