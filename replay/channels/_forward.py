@@ -50,6 +50,18 @@ def splice(one: socket.socket, other: socket.socket) -> None:
         threading.Thread(target=way, args=(source, sink), daemon=True).start()
 
 
+def forward(pair: str) -> socket.socket:
+    """Listen as ``[ADDRESS:]PORT=SOCKET`` says (``serve``, in a thread); the listener."""
+    where, _, path = pair.partition("=")
+    address, _, port = where.rpartition(":")
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((address or "127.0.0.1", int(port)))
+    listener.listen(64)
+    threading.Thread(target=serve, args=(listener, path), daemon=True).start()
+    return listener
+
+
 def serve(listener: socket.socket, path: str) -> None:
     """Pipe each connection to ``listener`` to the Unix socket at ``path``, both ways."""
     while True:
@@ -140,17 +152,7 @@ def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
     if child == 0:  # (no thread runs yet: fork is safe)
         os.close(said_r)
         os.close(go_w)
-        try:
-            fd = seccomp.install()
-            os.write(said_w, str(fd).encode())
-        except OSError as exc:
-            fd = -1
-            os.write(said_w, f"-1 {exc}".encode()[:400])
-        os.close(said_w)
-        if not os.read(go_r, 1):  # the forwarder is gone: nothing runs unwatched
-            os._exit(127)
-        if fd >= 0:
-            os.close(fd)
+        seccomp.filtered(said_w, go_r)
         try:
             os.execvp(program[0], program)
         except OSError as exc:
@@ -158,16 +160,9 @@ def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
         os._exit(127)
     os.close(said_w)
     os.close(go_r)
-    said = os.read(said_r, 512).decode()
-    os.close(said_r)
     conn = socket.socket(socket.AF_UNIX)
     conn.connect(control)
-    if said.startswith("-1"):
-        conn.sendall(f"unavailable: {said[3:]}\n".encode())
-    else:
-        listener = seccomp.fetch_fd(child, int(said))
-        socket.send_fds(conn, [b"listener\n"], [listener])
-        os.close(listener)
+    seccomp.handed(child, said_r, conn)
     return child, go_w, conn
 
 
@@ -198,13 +193,7 @@ def main(argv: list[str]) -> int:
         except OSError as exc:
             report.sendall(f"unavailable: no resolver to see names looked up ({exc})\n".encode())
     for pair in pairs:
-        where, _, path = pair.partition("=")
-        address, _, port = where.rpartition(":")
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((address or "127.0.0.1", int(port)))
-        listener.listen(64)
-        threading.Thread(target=serve, args=(listener, path), daemon=True).start()
+        forward(pair)
     if go >= 0:
         os.write(go, b"g")
         os.close(go)

@@ -182,6 +182,42 @@ def install() -> int:
     return int(fd)
 
 
+def filtered(said: int, go: int) -> None:
+    """In a forked child, before it runs the agent: the filter, handed over (``handed``).
+
+    Installs the filter, writes its listener's fd number (or why there is none)
+    to the pipe ``said``, and waits for a byte on ``go``: the parent has handed
+    the listener on. A parent gone first ends the child (nothing runs unwatched).
+    """
+    try:
+        fd = install()
+        os.write(said, str(fd).encode())
+    except OSError as exc:
+        fd = -1
+        os.write(said, f"-1 {exc}".encode()[:400])
+    os.close(said)
+    if not os.read(go, 1):
+        os._exit(127)
+    os.close(go)
+    if fd >= 0:
+        os.close(fd)
+
+
+def handed(child: int, said: int, control: socket.socket) -> None:
+    """In the parent: take the child's listener (``filtered``) and send it on ``control``.
+
+    Or a line saying why there is none.
+    """
+    told = os.read(said, 512).decode()
+    os.close(said)
+    if told.startswith("-1") or not told:
+        control.sendall(f"unavailable: {told[3:] or 'the child ended'}\n".encode())
+        return
+    listener = fetch_fd(child, int(told))
+    socket.send_fds(control, [b"listener\n"], [listener])
+    os.close(listener)
+
+
 def fetch_fd(pid: int, number: int) -> int:
     """A copy of process ``pid``'s fd ``number`` (``pidfd_getfd``)."""
     if _ARCH is None:

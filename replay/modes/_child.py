@@ -271,18 +271,7 @@ def serve(path: str, entry: str) -> int:
 def _trial(
     agent: Any, request: dict[str, Any], reports: _Reports, keep: set[int], run: Any
 ) -> dict[str, Any]:
-    listeners = []
-    for pair in request["forward"]:
-        if pair.startswith("--name="):
-            continue
-        where, _, path = pair.partition("=")
-        address, _, port = where.rpartition(":")
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((address or "127.0.0.1", int(port)))
-        listener.listen(64)
-        threading.Thread(target=_forward.serve, args=(listener, path), daemon=True).start()
-        listeners.append(listener)
+    listeners = [_forward.forward(p) for p in request["forward"] if not p.startswith("--name=")]
     control = socket.socket(socket.AF_UNIX)
     control.connect(request["control"])
     said_r, said_w = os.pipe()
@@ -298,17 +287,7 @@ def _trial(
             for fd in (*ours, out_r, err_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            try:
-                fd = _seccomp.install()
-                os.write(said_w, str(fd).encode())
-            except OSError as exc:
-                fd = -1
-                os.write(said_w, f"-1 {exc}".encode()[:400])
-            os.close(said_w)
-            if not os.read(go_r, 1):  # the zygote is gone: nothing runs unwatched
-                os._exit(127)
-            if fd >= 0:
-                os.close(fd)
+            _seccomp.filtered(said_w, go_r)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.environ.clear()
@@ -334,14 +313,7 @@ def _trial(
     ]
     for drain in drains:
         drain.start()
-    said = os.read(said_r, 512).decode()
-    os.close(said_r)
-    if said.startswith("-1"):
-        control.sendall(f"unavailable: {said[3:]}\n".encode())
-    else:
-        listener_fd = _seccomp.fetch_fd(child, int(said))
-        socket.send_fds(control, [b"listener\n"], [listener_fd])
-        os.close(listener_fd)
+    _seccomp.handed(child, said_r, control)
     reports.current = control
     os.write(go_w, b"g")
     os.close(go_w)
