@@ -78,7 +78,46 @@ def unavailable() -> str | None:
     if probe.returncode != 0:
         said = probe.stderr.strip().splitlines()
         return f"bubblewrap cannot make namespaces here ({said[-1] if said else probe.returncode})"
+    if _seccomp.supported():  # the watch too: a filter with a listener, handed over
+        try:
+            watch = subprocess.run(
+                [sys.executable, "-I", "-S", "-c", _PROBE, str(Path(__file__).parent)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the seccomp probe did not run ({exc})"
+        if watch.returncode != 0:
+            said = watch.stderr.strip().splitlines()
+            return f"the kernel does not let a sandbox be watched ({said[-1] if said else '?'})"
     return None
+
+
+_PROBE = """
+import os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import _seccomp
+said_r, said_w = os.pipe()
+go_r, go_w = os.pipe()
+child = os.fork()
+if child == 0:
+    os.close(said_r)
+    os.close(go_w)
+    _seccomp.filtered(said_w, go_r)
+    os._exit(0)
+os.close(said_w)
+os.close(go_r)
+ours, theirs = socket.socketpair()
+_seccomp.handed(child, said_r, ours)
+os.write(go_w, b"g")
+said, fds, _, _ = socket.recv_fds(theirs, 512, 1)
+os.waitpid(child, 0)
+if not fds:
+    sys.exit(said.decode().strip())
+"""
+"""Fork a child under the filter and take its listener, as the forwarder does."""
 
 
 def require() -> None:
