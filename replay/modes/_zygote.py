@@ -153,8 +153,9 @@ class Zygote:
             self._lines = self._conn.makefile("rb")
             ready = self._reply(READY_S)
         except (OSError, ZygoteFailed):
+            said = self._said()
             self.close()
-            raise ZygoteFailed(f"the agent {entry} did not start walled in{self._said()}") from None
+            raise ZygoteFailed(f"the agent {entry} did not start walled in{said}") from None
         finally:
             listener.close()
         if "error" in ready:
@@ -166,16 +167,19 @@ class Zygote:
         line = self._lines.readline()
         if not line:
             raise ZygoteFailed("the zygote ended")
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise ZygoteFailed(f"the zygote answered {line[:80]!r}")
         return reply
 
     def _said(self) -> str:
-        with contextlib.suppress(OSError):
-            with open(os.path.join(self.dir, "zygote.log"), "rb") as log:
-                lines = [line for line in log.read().decode(errors="replace").splitlines() if line]
-            if lines:
-                return f": {lines[-1].strip()[:300]}"
-        return ""
+        """The zygote's last line on its log (why it did not start), if any."""
+        text = read_given(os.path.join(self.dir, "zygote.log")).decode(errors="replace")
+        lines = [line for line in text.splitlines() if line.strip()]
+        return f": {lines[-1].strip()[:300]}" if lines else ""
 
     @property
     def alive(self) -> bool:
@@ -222,19 +226,20 @@ class Zygote:
                 "memory_mb": memory_mb,
                 "hidden": hidden_roots(),
             }
-            self._conn.sendall(json.dumps(request).encode() + b"\n")
             started = time.monotonic()
             try:
+                self._conn.sendall(json.dumps(request).encode() + b"\n")
                 reply = self._reply(timeout)
             except (TimeoutError, OSError, ZygoteFailed) as exc:
                 late = time.monotonic() - started >= timeout - 0.05
+                said = self._said()
                 self.close()
                 if late:
                     raise ZygoteFailed(
                         f"did not finish within its deadline of {timeout:g} s (--trial-timeout)",
                         "timeout",
                     ) from None
-                raise ZygoteFailed(f"the zygote failed ({exc}){self._said()}") from None
+                raise ZygoteFailed(f"the zygote failed ({exc}){said}") from None
             said = _text(stderr)
             lines = [line for line in said[-65536:].splitlines() if line.strip()]
             said = lines[-1].strip()[:300] if lines else ""
