@@ -50,6 +50,12 @@ def splice(one: socket.socket, other: socket.socket) -> None:
         threading.Thread(target=way, args=(source, sink), daemon=True).start()
 
 
+def split_forwards(given: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``[ADDRESS:]PORT=SOCKET`` pairs and ``--name=NAME=ADDRESS`` names, apart."""
+    names = dict(a.removeprefix("--name=").split("=", 1) for a in given if a[:7] == "--name=")
+    return [a for a in given if a[:7] != "--name="], names
+
+
 def forward(pair: str) -> socket.socket:
     """Listen as ``[ADDRESS:]PORT=SOCKET`` says (``serve``, in a thread); the listener."""
     where, _, path = pair.partition("=")
@@ -179,8 +185,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     cut = argv.index("--")
-    names = dict(a.removeprefix("--name=").split("=", 1) for a in argv[:cut] if a[:7] == "--name=")
-    pairs = [a for a in argv[:cut] if a[:7] != "--name="]
+    pairs, names = split_forwards(argv[:cut])
     program = argv[cut + 1 :]
     # Forked before any listener or thread: the program inherits neither.
     child, go = 0, -1

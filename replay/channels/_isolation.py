@@ -65,34 +65,24 @@ def unavailable() -> str | None:
     """Why isolation cannot run here, or None when it can (asked once a process)."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
+    walls = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--", "true"]
+    why = _probe(walls, "bubblewrap cannot make namespaces here")
+    if why is None and _seccomp.supported():  # the watch too: a filter's listener handed over
+        watch = [sys.executable, "-I", "-S", "-c", _PROBE, str(Path(__file__).parent)]
+        why = _probe(watch, "the kernel does not let a sandbox be watched")
+    return why
+
+
+def _probe(argv: list[str], failed: str) -> str | None:
+    """Run ``argv``: None when it succeeds, else ``failed`` with its last words."""
     try:
-        probe = subprocess.run(
-            ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--", "true"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap does not run here ({exc})"
-    if probe.returncode != 0:
-        said = probe.stderr.strip().splitlines()
-        return f"bubblewrap cannot make namespaces here ({said[-1] if said else probe.returncode})"
-    if _seccomp.supported():  # the watch too: a filter with a listener, handed over
-        try:
-            watch = subprocess.run(
-                [sys.executable, "-I", "-S", "-c", _PROBE, str(Path(__file__).parent)],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"the seccomp probe did not run ({exc})"
-        if watch.returncode != 0:
-            said = watch.stderr.strip().splitlines()
-            return f"the kernel does not let a sandbox be watched ({said[-1] if said else '?'})"
-    return None
+        return f"{failed} ({exc})"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.strip().splitlines()
+    return f"{failed} ({said[-1] if said else done.returncode})"
 
 
 _PROBE = """

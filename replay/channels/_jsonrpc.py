@@ -122,6 +122,13 @@ class Endpoint:
         self._servers[kind] = server
 
 
+def serve_in_thread(server: socketserver.BaseServer, name: str) -> None:
+    """Serve ``server`` in a daemon thread (``stop_serving`` ends it)."""
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
+    ).start()
+
+
 def stop_serving(server: socketserver.BaseServer) -> None:
     """Stop ``server`` in a thread of its own.
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from recorder import Recording
 
-from ._jsonrpc import LoopbackServer, stop_serving
+from ._jsonrpc import LoopbackServer, serve_in_thread, stop_serving
 
 HOP_BY_HOP = frozenset(
     {
@@ -66,12 +66,7 @@ class LlmProxy:
             if self._server is None:
                 server = _Server(("127.0.0.1", 0), _Forward)
                 server.origin, server.context = self._origin, contextvars.copy_context()
-                threading.Thread(
-                    target=server.serve_forever,
-                    kwargs={"poll_interval": 0.05},
-                    name="replay-llm-proxy",
-                    daemon=True,
-                ).start()
+                serve_in_thread(server, "replay-llm-proxy")
                 self._server = server
                 if self.recording is not None:
                     self.recording.channel(f"127.0.0.1:{server.server_address[1]}")

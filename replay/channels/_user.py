@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextvars
 import http.server
 import json
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from recorder import (
     unrecorded,
 )
 
-from ._jsonrpc import LoopbackServer, stop_serving
+from ._jsonrpc import LoopbackServer, serve_in_thread, stop_serving
 
 STOP = "###STOP###"
 USER_PROMPT = (
@@ -213,12 +212,7 @@ class UserChannel:
         if self._server is None:
             server = _UserServer(("127.0.0.1", 0), _Say)
             server.channel, server.context = self, contextvars.copy_context()
-            threading.Thread(
-                target=server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="replay-user",
-                daemon=True,
-            ).start()
+            serve_in_thread(server, "replay-user")
             self._server = server
             if self.recording is not None:
                 self.recording.channel(f"127.0.0.1:{server.server_address[1]}")

@@ -255,14 +255,10 @@ def serve(path: str, entry: str) -> int:
     keep = {conn.fileno(), resolver.fileno()}
     for line in conn.makefile("rb"):
         request = json.loads(line)
+        pairs, given = _forward.split_forwards(request["forward"])
         names.clear()
-        names.update(
-            dict(
-                a.removeprefix("--name=").split("=", 1)
-                for a in request["forward"]
-                if a.startswith("--name=")
-            )
-        )
+        names.update(given)
+        request["forward"] = pairs
         outcome = _trial(agent, request, reports, keep, run)
         conn.sendall(json.dumps(outcome).encode() + b"\n")
     return 0
@@ -271,7 +267,7 @@ def serve(path: str, entry: str) -> int:
 def _trial(
     agent: Any, request: dict[str, Any], reports: _Reports, keep: set[int], run: Any
 ) -> dict[str, Any]:
-    listeners = [_forward.forward(p) for p in request["forward"] if not p.startswith("--name=")]
+    listeners = [_forward.forward(pair) for pair in request["forward"]]
     control = socket.socket(socket.AF_UNIX)
     control.connect(request["control"])
     said_r, said_w = os.pipe()
