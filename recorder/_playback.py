@@ -12,7 +12,7 @@ from ._errors import FixtureUnsupported
 from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
 from ._nearest import nearest_body
 from ._reader import Cassette, read_cassette
-from ._redact import Redaction
+from ._redact import Redaction, Secrets
 from ._schema import HttpEvent, HttpRequest, HttpResponse
 from ._sources import HTTP_MATCH_ON, HTTP_MATCHERS, RecordedAnswers
 
@@ -41,6 +41,9 @@ class Playback:
         cassette: The recording, or its path.
         ignore_hosts: Hosts answered with an empty success (default: the recording's).
         match_on: Names of the matchers that make a request's key.
+        secrets: Values scrubbed from live requests before they are matched (the
+            ones the recording was told of), besides the credentials learned from
+            the requests themselves.
 
     Raises:
         ValueError: ``match_on`` names a matcher ``HTTP_MATCHERS`` does not hold.
@@ -54,6 +57,7 @@ class Playback:
         *,
         ignore_hosts: Iterable[str] | None = None,
         match_on: Sequence[str] = HTTP_MATCH_ON,
+        secrets: Secrets | Iterable[str] = (),
     ) -> None:
         self.cassette = cassette if isinstance(cassette, Cassette) else read_cassette(cassette)
         if ignore_hosts is None:
@@ -68,7 +72,12 @@ class Playback:
             headers=frozenset(spec.headers),
             query=frozenset(spec.query),
             body_paths=tuple(spec.body_paths),
+            tool_paths=tuple(spec.tool_paths),
         )
+        self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+        """Scrubbed from live requests before they are matched, as they were when recorded;
+        learned from live requests as they come (a recording answered from this playback
+        shares them)."""
         self.answers: RecordedAnswers[HttpRequest, HttpEvent] = RecordedAnswers(
             ((e.request, e) for e in self.cassette.events if isinstance(e, HttpEvent)),
             match_on=match_on,
@@ -113,13 +122,7 @@ class Playback:
             request: The request as the client sent it (redacted here, as at record time).
             via: The client it came through, named in a miss.
         """
-        red = self.redaction
-        redacted = HttpRequest(
-            method=request.method,
-            url=red.redact_url(request.url),
-            headers=red.redact_headers(request.headers),
-            body=red.redact_body(request.body),
-        )
+        redacted = self.redaction.redact_request(request, self.secrets)
         return self.answers.answer(redacted, what=_describe(redacted, via))
 
     def answer(self, request: HttpRequest) -> HttpEvent:

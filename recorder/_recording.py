@@ -23,7 +23,7 @@ from ._derive import footer_for
 from ._errors import SandboxViolation
 from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
 from ._reader import Cassette
-from ._redact import Redaction, Secrets
+from ._redact import Redaction, Secrets, scrub_response
 from ._schema import (
     ErrorEvent,
     ErrorInfo,
@@ -123,6 +123,15 @@ class Recording:
     function, is appended to the cassette as it completes. An exception
     escaping the block is recorded as an error event, the cassette is
     closed with a footer, and the exception propagates.
+
+    Secrets never reach the file: ``redaction`` says what to replace where it
+    stands (headers, query values, body and tool-call paths), and every value
+    replaced, with the values given as ``secrets`` (keys, passwords, tokens the
+    agent may see), is scrubbed from every byte written after it is known:
+    request and response bodies (decoded, and across chunks), headers, tool
+    arguments, results, errors and deltas, warnings, user turns, the answer and
+    the pins. A value learned mid-session (an auth header) cannot be scrubbed
+    from what was written before it: list it in ``secrets`` to be sure.
     """
 
     playback = False
@@ -137,6 +146,7 @@ class Recording:
         world: sqlite3.Connection | None = None,
         fixture_source: str | None = None,
         redaction: Redaction | None = None,
+        secrets: Secrets | Iterable[str] = (),
         agent_version: str | None = None,
         overwrite: bool = False,
         source: Playback | None = None,
@@ -172,8 +182,10 @@ class Recording:
         of going out unrecorded or into another active recording's cassette."""
         self.redaction = redaction or Redaction()
         self.world = world
-        self._secrets = Secrets()
+        self._secrets = _shared(secrets, source)
         base = pins if isinstance(pins, Pins) else Pins(user=dict(pins or {}))
+        if self._secrets:
+            base = base.model_copy(update={"user": self._secrets.scrub_value(base.user)})
         fixture_hash = base.fixture_hash or (world_hash(world) if world is not None else None)
         self._pins = base.model_copy(
             update={
@@ -239,19 +251,42 @@ class Recording:
 
     def answer(self, text: str) -> None:
         """Set the trial's final answer (otherwise: the last LLM reply without tool calls)."""
-        self._answer = text
+        self._answer = self._secrets.scrub(text)
 
     def warn(self, message: str, delta: WorldDelta | None = None) -> None:
         """Record that something could not be captured faithfully."""
-        self._append(WarningEvent(t=self.now(), message=message, delta=delta or None))
+        seen = self._secrets
+        message, delta = seen.scrub(message), seen.scrub_value(delta) if delta else None
+        self._append(WarningEvent(t=self.now(), message=message, delta=delta))
 
     def violation(self, action: str, target: str, via: str) -> None:
         """Record that the sandboxed agent tried to reach ``target`` and was refused."""
+        target = self._secrets.scrub(target)
         self._append(ViolationEvent(t=self.now(), action=action, target=target, via=via))
 
     def user_turn(self, event: UserEvent) -> None:
         """Record one turn of the user channel (see ``replay``'s simulated user)."""
+        if self._secrets:
+            said, reply = event.said, event.reply
+            event = event.model_copy(
+                update={
+                    "said": self.scrub(said) if said is not None else None,
+                    "reply": self.scrub(reply) if reply is not None else None,
+                }
+            )
         self._append(event)
+
+    def scrub(self, value: Any) -> Any:
+        """Return text or a JSON-ready value with every secret this recording knows replaced.
+
+        What a recording writes passes through this; a replay source passes what
+        it matches through it too (an agent's message to a frozen user, say).
+        """
+        return self._secrets.scrub_value(value)
+
+    def scrub_call(self, name: str, args: Any) -> Any:
+        """Return a tool call's arguments as recorded: redacted by path, then scrubbed."""
+        return self.scrub(self.redaction.redact_tool(name, "args", args, self._secrets))
 
     def close(self, status: str = "ok") -> None:
         """Finish pending responses, write the footer and close the file."""
@@ -371,25 +406,16 @@ class Recording:
     ) -> None:
         """Append one HTTP exchange, redacted."""
         red, seen = self.redaction, self._secrets
-        url = red.redact_url(request.url, seen)
-        headers = red.redact_headers(request.headers, seen)
-        req = HttpRequest(
-            method=request.method,
-            url=url,
-            headers=headers,
-            body=red.redact_body(request.body, seen),
-        )
+        req = red.redact_request(request, seen)
         response = None
         if head is not None:
-            headers = red.redact_headers(head[1], seen)
+            headers = [(k, seen.scrub(v)) for k, v in red.redact_headers(head[1], seen)]
             encoding = next((v for k, v in headers if k == "content-encoding"), "")
+            body = red.redact_response_body(list(chunks), encoding, seen)
             response = HttpResponse(
                 status=head[0],
                 headers=headers,
-                chunks=[
-                    seen.scrub_bytes(c)
-                    for c in red.redact_response_body(list(chunks), encoding, seen)
-                ],
+                chunks=scrub_response(body, encoding, seen),
                 complete=complete and error is None,
             )
         self._append(
@@ -439,16 +465,20 @@ class Recording:
                 self.warn(f"tool {name} is declared read-only but changed the world")
         elif self._capture is not None:
             delta = {}
+        red, seen = self.redaction, self._secrets
+        args = self.scrub_call(name, jsonable(args))
+        if failure is None:
+            result = self.scrub(red.redact_tool(name, "result", jsonable(result), seen))
         self._append(
             ToolEvent(
                 t=t0,
                 duration=duration,
                 name=name,
-                args=jsonable(args),
+                args=args,
                 effect="write" if writes else "read",
-                result=None if failure is not None else jsonable(result),
+                result=None if failure is not None else result,
                 error=self._error(failure) if failure is not None else None,
-                delta=delta,
+                delta=self.scrub(delta) if delta else delta,
             )
         )
 
@@ -468,6 +498,15 @@ class Recording:
                 return  # e.g. a response that ended after the block: nowhere to put it
             self._writer.write(event)
             self._events.append(event)
+
+
+def _shared(secrets: Secrets | Iterable[str], source: Playback | None) -> Secrets:
+    """The secrets a recording scrubs: shared with the playback answering it, if any."""
+    known = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+    if source is None or source.secrets is known:
+        return known
+    source.secrets.update(known)
+    return source.secrets
 
 
 record = Recording

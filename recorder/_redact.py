@@ -8,15 +8,20 @@ error messages and tracebacks, which often quote URLs and headers.
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import re
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+import brotli
 
 from ._errors import ConfigError
+from ._schema import HttpRequest
 
 PLACEHOLDER = "[REDACTED]"
 
@@ -27,51 +32,131 @@ DEFAULT_QUERY = frozenset({"key", "api_key", "token", "access_token"})
 
 Headers = list[tuple[str, str]]
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
-_MIN_SECRET = 8  # shorter values are not scrubbed from free text (too many false hits)
+MIN_SECRET = 8
+"""Shorter secrets are replaced where they stand but not searched for in free text."""
+_PLACEHOLDER_BYTES = PLACEHOLDER.encode()
+_MAX_DEPTH = 200
 _NOT_CREDENTIALS = frozenset({"cookie", "set-cookie"})
 
 
 class Secrets:
-    """Secret values seen while redacting, to scrub from error texts and response bodies.
+    """Secret values to scrub from every byte a recording writes.
 
-    Only credentials are remembered (auth header values, redacted query and body
-    values, URL userinfo), not cookies: servers set fresh cookies on every
-    response, and their attributes (``Path=/``, dates) are not secrets.
-    Request bodies are never scrubbed: they are playback keys.
+    It learns credentials while redacting (auth header values, redacted query
+    and body values, URL userinfo and its parts) and is told others (``add``:
+    the values a user lists, the harness's ``--allow-env`` values and
+    secret-named settings). Cookies are not learned: servers set fresh cookies
+    on every response, and their attributes (``Path=/``, dates) are not secrets.
+    Values shorter than ``MIN_SECRET`` characters are replaced where they stand
+    (a header, a URL, a configured path) but not searched for in free text: too
+    many false hits.
+
+    Live requests pass through the same scrub before they are matched, so a
+    body that carried a secret when recorded matches the body that carries it
+    (or another key learned the same way) when replayed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
+        self._text: re.Pattern[str] | None = None
+        self._bytes: re.Pattern[bytes] | None = None
+        for value in values:
+            self.add(value)
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def update(self, other: Secrets) -> None:
+        """Remember every secret ``other`` holds."""
+        for value in other._values:
+            self.add(value)
 
     def add(self, value: str) -> None:
         """Remember a secret (and the token of a ``Scheme <token>`` value)."""
         parts = value.split()
         candidates = [value, parts[1]] if len(parts) == 2 else [value]
         for part in candidates:
-            if len(part) >= _MIN_SECRET and part != PLACEHOLDER and part not in self._values:
+            if len(part) >= MIN_SECRET and part != PLACEHOLDER and part not in self._values:
                 self._values.add(part)
-                self._pattern = None
+                self._text = self._bytes = None
 
-    def _compiled(self) -> re.Pattern[str] | None:
-        if self._pattern is None and self._values:
+    def _pattern(self) -> re.Pattern[str] | None:
+        if self._text is None and self._values:
             ordered = sorted(self._values, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
-        return self._pattern
+            self._text = re.compile("|".join(re.escape(v) for v in ordered))
+        return self._text
+
+    def _byte_pattern(self) -> re.Pattern[bytes] | None:
+        if self._bytes is None and self._values:
+            ordered = sorted((v.encode() for v in self._values), key=len, reverse=True)
+            self._bytes = re.compile(b"|".join(re.escape(v) for v in ordered))
+        return self._bytes
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every remembered secret replaced."""
-        pattern = self._compiled()
+        pattern = self._pattern()
         return pattern.sub(PLACEHOLDER, text) if pattern is not None else text
 
     def scrub_bytes(self, data: bytes) -> bytes:
         """Return ``data`` with every remembered secret replaced (an echoed key, say)."""
-        pattern = self._compiled()
+        pattern = self._byte_pattern()
         if pattern is None:
             return data
-        text = data.decode("utf-8", "surrogateescape")
-        scrubbed = pattern.sub(PLACEHOLDER, text)
-        return data if scrubbed == text else scrubbed.encode("utf-8", "surrogateescape")
+        return pattern.sub(_PLACEHOLDER_BYTES, data)
+
+    def scrub_chunks(self, chunks: list[bytes]) -> list[bytes]:
+        """Return chunks with every secret replaced, one split across chunks too.
+
+        The chunks keep their number: a secret is replaced in the chunk where it
+        starts and its rest is cut from the chunks after it.
+        """
+        pattern = self._byte_pattern()
+        if pattern is None or not chunks:
+            return chunks
+        if len(chunks) == 1:
+            return [pattern.sub(_PLACEHOLDER_BYTES, chunks[0])]
+        joined = b"".join(chunks)
+        spans = [m.span() for m in pattern.finditer(joined)]
+        if not spans:
+            return chunks
+        out, start = [], 0
+        for chunk in chunks:
+            end = start + len(chunk)
+            piece, at = bytearray(), start
+            for s, e in spans:
+                if e <= at or s >= end:
+                    continue
+                piece += joined[at : max(s, at)]
+                if s >= start:
+                    piece += _PLACEHOLDER_BYTES
+                at = min(e, end)
+            piece += joined[at:end]
+            out.append(bytes(piece))
+            start = end
+        return out
+
+    def scrub_value(self, value: Any) -> Any:
+        """Return a JSON-ready value with secrets replaced in every string (keys too)."""
+        if not self._values:
+            return value
+        return _scrub_value(self, value, 0)
+
+
+def _scrub_value(seen: Secrets, value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return seen.scrub(value)
+    if depth > _MAX_DEPTH:  # deeper than any document we write: left to the writer to refuse
+        return value
+    if isinstance(value, dict):
+        return {
+            (seen.scrub(k) if isinstance(k, str) else k): _scrub_value(seen, v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_scrub_value(seen, v, depth + 1) for v in value]
+    if isinstance(value, bytes):
+        return seen.scrub_bytes(value)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,23 +170,53 @@ class Redaction:
             (gzip/deflate bodies are decoded, redacted and re-encoded) and each
             ``data:`` event of a streamed response; ``*`` matches every key or
             list item, e.g. ``"api_key"``, ``"auth.token"``, ``"items.*.secret"``.
+        tool_paths: Dotted paths into tool calls, ``TOOL.args.PATH`` or
+            ``TOOL.result.PATH`` (``*`` for any tool), e.g. ``"*.args.card_number"``,
+            ``"get_customer.result.ssn"``. A value found there is replaced and, as
+            every redacted value, scrubbed wherever else it appears (the next LLM
+            request, say).
+
+    Every value redacted is also a secret scrubbed from all a recording writes
+    (``Secrets``); offline replay redacts live calls the same way before it
+    matches them.
     """
 
     headers: frozenset[str] = DEFAULT_HEADERS
     query: frozenset[str] = DEFAULT_QUERY
     body_paths: tuple[str, ...] = ()
+    tool_paths: tuple[str, ...] = ()
     _paths: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    _tools: tuple[tuple[str, str, tuple[str, ...]], ...] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
-        paths = []
-        for path in self.body_paths:
-            parts = tuple(path.split("."))
-            if not path or any(not p for p in parts):
-                raise ConfigError(f"redaction body path {path!r} is not a dotted path like 'a.b.c'")
-            paths.append(parts)
+        paths = [_dotted(path, "body") for path in self.body_paths]
+        tools = []
+        for path in self.tool_paths:
+            parts = _dotted(path, "tool")
+            if len(parts) < 3 or parts[1] not in ("args", "result"):
+                raise ConfigError(
+                    f"redaction tool path {path!r} is not TOOL.args.PATH or TOOL.result.PATH "
+                    "(e.g. '*.args.api_key')"
+                )
+            tools.append((parts[0], parts[1], parts[2:]))
         object.__setattr__(self, "headers", frozenset(h.lower() for h in self.headers))
         object.__setattr__(self, "query", frozenset(q.lower() for q in self.query))
+        object.__setattr__(self, "body_paths", tuple(self.body_paths))
+        object.__setattr__(self, "tool_paths", tuple(self.tool_paths))
         object.__setattr__(self, "_paths", tuple(paths))
+        object.__setattr__(self, "_tools", tuple(tools))
+
+    def redact_tool(self, name: str, part: str, value: Any, seen: Secrets | None = None) -> Any:
+        """Return a tool call's ``args`` or ``result`` (JSON-ready) with its paths replaced."""
+        paths = [p for tool, where, p in self._tools if where == part and tool in ("*", name)]
+        if not paths or not isinstance(value, (dict, list)):
+            return value
+        value = copy.deepcopy(value)
+        for path in paths:
+            _redact_path(value, path, seen)
+        return value
 
     def redact_headers(self, headers: Headers, seen: Secrets | None = None) -> Headers:
         """Return headers with secret values replaced; names are lower-cased."""
@@ -116,16 +231,19 @@ class Redaction:
         return out
 
     def redact_url(self, url: str, seen: Secrets | None = None) -> str:
-        """Return the URL with secret query values and any user:password replaced."""
+        """Return the URL with secret query values replaced and any ``user:password@`` removed."""
         try:
             parts = urlsplit(url)
         except ValueError:
             return url
-        if "@" in parts.netloc:
+        if "@" in parts.netloc:  # credentials leave the URL: it stays a URL (hosts, LLM paths)
             userinfo, host = parts.netloc.rsplit("@", 1)
             if seen is not None:
                 seen.add(userinfo)
-            parts = parts._replace(netloc=f"{PLACEHOLDER}@{host}")
+                for part in userinfo.split(":", 1):
+                    seen.add(part)
+                    seen.add(unquote(part))
+            parts = parts._replace(netloc=host)
             url = urlunsplit(parts)
         if not parts.query:
             return url
@@ -140,6 +258,23 @@ class Redaction:
                 v = PLACEHOLDER
             redacted.append((k, v))
         return urlunsplit(parts._replace(query=urlencode(redacted, safe="[]")))
+
+    def redact_request(self, request: HttpRequest, seen: Secrets) -> HttpRequest:
+        """Return a request as recorded: redacted, credentials learned, then every secret scrubbed.
+
+        Playback passes live requests through this same function before matching them.
+        """
+        url = self.redact_url(request.url, seen)
+        headers = self.redact_headers(request.headers, seen)
+        body = self.redact_body(request.body, seen)
+        if not seen:
+            return HttpRequest(method=request.method, url=url, headers=headers, body=body)
+        return HttpRequest(
+            method=request.method,
+            url=seen.scrub(url),
+            headers=[(k, seen.scrub(v)) for k, v in headers],
+            body=seen.scrub_bytes(body),
+        )
 
     def redact_text(self, text: str, seen: Secrets) -> str:
         """Return free text (an error message) with known secrets and URL secrets replaced."""
@@ -168,19 +303,17 @@ class Redaction:
         if not self._paths or not chunks:
             return chunks
         body = b"".join(chunks)
-        encoding = encoding.lower()
-        if encoding in ("gzip", "deflate"):
+        codec = _CODECS.get(encoding.strip().lower())
+        if codec is not None:
+            decode, encode = codec
             try:
-                plain = gzip.decompress(body) if encoding == "gzip" else zlib.decompress(body)
-            except (OSError, zlib.error, EOFError):
-                plain = body  # already decoded by the client library
-                encoding = ""
+                plain, again = decode(body), encode
+            except Exception:
+                plain, again = body, None  # already decoded by the client library
             redacted = self._redact_document_or_stream(plain, seen)
             if redacted is plain:
                 return chunks
-            if encoding == "gzip":
-                return [gzip.compress(redacted, mtime=0)]
-            return [zlib.compress(redacted)] if encoding == "deflate" else [redacted]
+            return [again(redacted)] if again is not None else [redacted]
         if body.lstrip()[:1] in (b"{", b"["):
             redacted = self.redact_body(body, seen)
             return chunks if redacted is body else [redacted]
@@ -203,7 +336,78 @@ class Redaction:
             "headers": sorted(self.headers),
             "query": sorted(self.query),
             "body_paths": list(self.body_paths),
+            "tool_paths": list(self.tool_paths),
         }
+
+
+MAX_INFLATE = 64 * 1024 * 1024
+"""Bytes a compressed response body is decoded to, at most, to scrub it (a bigger one is
+scrubbed as it came: a secret inside it is not found)."""
+
+
+def scrub_response(chunks: list[bytes], encoding: str, seen: Secrets) -> list[bytes]:
+    """Return response chunks with every secret replaced, in the body as decoded too.
+
+    A gzip, deflate or brotli body with a secret inside is decoded, scrubbed and
+    encoded again (one chunk); any other body is scrubbed chunk by chunk, a
+    secret split across chunks too (``Secrets.scrub_chunks``).
+    """
+    if not seen or not chunks:
+        return chunks
+    codec = _CODECS.get(encoding.strip().lower())
+    if codec is not None:
+        decode, encode = codec
+        body = b"".join(chunks)
+        try:
+            plain = decode(body)
+        except Exception:  # already decoded by the client library, or not what it claims
+            plain = None
+        if plain is not None:
+            scrubbed = seen.scrub_bytes(plain)
+            return chunks if scrubbed == plain else [encode(scrubbed)]
+    return seen.scrub_chunks(chunks)
+
+
+def _inflate(body: bytes, wbits: int) -> bytes:
+    inflater = zlib.decompressobj(wbits)
+    plain = inflater.decompress(body, MAX_INFLATE)
+    if inflater.unconsumed_tail:
+        raise ValueError("body inflates past MAX_INFLATE")
+    return plain
+
+
+def _unbrotli(body: bytes) -> bytes:
+    decoder = brotli.Decompressor()
+    plain: bytes = decoder.process(body, output_buffer_limit=MAX_INFLATE)
+    if not decoder.is_finished():
+        raise ValueError("brotli body cut short or past MAX_INFLATE")
+    return plain
+
+
+def _gunzip(body: bytes) -> bytes:
+    return _inflate(body, 16 + zlib.MAX_WBITS)
+
+
+def _undeflate(body: bytes) -> bytes:
+    try:
+        return _inflate(body, zlib.MAX_WBITS)
+    except zlib.error:
+        return _inflate(body, -zlib.MAX_WBITS)  # raw deflate, as some servers send it
+
+
+_CODECS: dict[str, tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {
+    "gzip": (_gunzip, lambda b: gzip.compress(b, mtime=0)),
+    "x-gzip": (_gunzip, lambda b: gzip.compress(b, mtime=0)),
+    "deflate": (_undeflate, zlib.compress),
+    "br": (_unbrotli, brotli.compress),
+}
+
+
+def _dotted(path: str, what: str) -> tuple[str, ...]:
+    parts = tuple(path.split("."))
+    if not path or any(not p for p in parts):
+        raise ConfigError(f"redaction {what} path {path!r} is not a dotted path like 'a.b.c'")
+    return parts
 
 
 def _redact_sse(red: Redaction, chunk: bytes, seen: Secrets | None) -> bytes:

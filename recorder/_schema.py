@@ -16,13 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 # fields, so even a new optional field makes older readers refuse a newer
 # file (with a clear message) rather than misread it. Keep reading old
 # versions by listing them in READABLE_VERSIONS.
-FORMAT_VERSION = 4
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+FORMAT_VERSION = 5
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 # 2: user turns (UserEvent) and Usage.user_turns; a version-1 file is a version-2 file without them.
 # 3: ignored hosts (Header.ignore_hosts, Usage.ignored) and Usage.llm_calls_without_usage; an
 #    older file ignored no host and counted every call's usage (missing counted as 0).
 # 4: sandbox violations (ViolationEvent); an older file recorded none as such (an in-process
 #    sandbox's refused request is an HttpEvent with a SandboxViolation error in every version).
+# 5: redaction of tool calls by path (RedactionSpec.tool_paths); an older file redacted none.
 
 Json = Any
 """Any value JSON can hold (dicts, lists, strings, numbers, booleans, null)."""
@@ -72,6 +73,9 @@ class RedactionSpec(_Record):
     """Query-parameter names whose values were replaced."""
     body_paths: list[str] = Field(default_factory=list)
     """Dotted JSON body paths whose values were replaced."""
+    tool_paths: list[str] = Field(default_factory=list)
+    """Dotted tool-call paths (``TOOL.args.PATH``, ``TOOL.result.PATH``) whose values were
+    replaced (none before version 5)."""
 
 
 class Header(_Record):
