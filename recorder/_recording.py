@@ -41,6 +41,7 @@ from ._schema import (
     WarningEvent,
     WorldDelta,
 )
+from ._sse import stream_ended
 from ._turns import Turn, Turns
 from ._writer import CassetteWriter
 
@@ -390,7 +391,8 @@ class Recording:
                     seen.scrub_bytes(c)
                     for c in red.redact_response_body(list(chunks), encoding, seen)
                 ],
-                complete=complete and error is None,
+                # an LLM stream's own end event decides, else whether the body was read to its end
+                complete=error is None and _stream_complete(head[1], chunks, complete),
             )
         self._append(
             HttpEvent(
@@ -468,6 +470,14 @@ class Recording:
                 return  # e.g. a response that ended after the block: nowhere to put it
             self._writer.write(event)
             self._events.append(event)
+
+
+def _stream_complete(
+    headers: list[tuple[str, str]], chunks: list[bytes], read_to_end: bool
+) -> bool:
+    """Whether a response body is whole: an LLM stream's end event, else the transport's word."""
+    ended = stream_ended(headers, chunks)
+    return read_to_end if ended is None else ended
 
 
 record = Recording
