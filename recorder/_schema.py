@@ -16,13 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 # fields, so even a new optional field makes older readers refuse a newer
 # file (with a clear message) rather than misread it. Keep reading old
 # versions by listing them in READABLE_VERSIONS.
-FORMAT_VERSION = 4
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+FORMAT_VERSION = 5
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 # 2: user turns (UserEvent) and Usage.user_turns; a version-1 file is a version-2 file without them.
 # 3: ignored hosts (Header.ignore_hosts, Usage.ignored) and Usage.llm_calls_without_usage; an
 #    older file ignored no host and counted every call's usage (missing counted as 0).
 # 4: sandbox violations (ViolationEvent); an older file recorded none as such (an in-process
 #    sandbox's refused request is an HttpEvent with a SandboxViolation error in every version).
+# 5: a recording that stopped early, its agent going on (Footer.stopped); an older file never
+#    stopped early.
 
 Json = Any
 """Any value JSON can hold (dicts, lists, strings, numbers, booleans, null)."""
@@ -265,6 +267,28 @@ class Timings(_Record):
     tools: float = 0.0
 
 
+class Stopped(_Record):
+    """Where and why a recording stopped before its end; the agent's run went on without it."""
+
+    t: float
+    """Seconds from the start of recording to the failure."""
+    events: int
+    """Events the cassette keeps: every one recorded before the failure, complete."""
+    lost: str | None = None
+    """The first record that could not be written (``tool refund_order``, ``http POST URL``),
+    or None when no one record failed (the disk full after the last one, the file removed)."""
+    error: ErrorInfo
+    """Why: the error met writing (``OSError``, ``[Errno 28] No space left on device``...)."""
+
+    def describe(self) -> str:
+        """One line: where and why the recording stopped."""
+        why = f"({self.error.type.rsplit('.', 1)[-1]}: {self.error.message})"
+        if self.lost == "the header":
+            return f"recording could not start {why}"
+        what = f": could not write {self.lost}" if self.lost else ""
+        return f"recording stopped at {self.t:.2f}s after {self.events} events{what} {why}"
+
+
 class Footer(_Record):
     """Last record of a cassette that was closed properly."""
 
@@ -279,6 +303,10 @@ class Footer(_Record):
     """Net change to the world over the trial; None when no world was attached."""
     pins: Pins = Field(default_factory=Pins)
     """Complete pins: the header's plus those observed in the LLM requests."""
+    stopped: Stopped | None = None
+    """Set when the recording stopped early (a full disk, an I/O error, a record that could
+    not be encoded): what happened after it is not in the cassette. The totals above count
+    the events kept."""
 
 
 Event = Annotated[
