@@ -76,9 +76,11 @@ class CassetteWriter:
         # by anything short of a kill inside this one system call.
         try:
             self._put(self._encoder.preamble() + self._encoder.encode(_dump(header)))
-        except BaseException:
+        except BaseException:  # no header: leave no file that looks like a cassette
             os.close(self._fd)
             self._fd = None
+            with contextlib.suppress(OSError):
+                self.path.unlink()
             raise
 
     def _put(self, data: bytes) -> None:

@@ -271,3 +271,15 @@ def test_a_stream_goes_on_after_a_record_that_never_reached_the_file() -> None:
     records = decode(data).records
     assert [r["kind"] for r in records] == ["a", "http", "http", "http"]
     assert [r["request"]["body"][:1] for r in records[1:]] == [b"a", b"a", b"b"]
+
+
+def test_a_full_disk_at_the_start_leaves_no_file_and_the_agent_runs(
+    small_disk: Path, unrecorded: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    filler(small_disk)()
+    out = small_disk / "refund.cassette"
+    answer, rec = session(out)
+    assert answer == unrecorded and rec is not None and rec.cassette is None
+    assert not out.exists()  # no empty file to refuse the next recording as "already exists"
+    (warning,) = warnings_of(caplog)
+    assert "recording could not start" in warning and "No space left on device" in warning
