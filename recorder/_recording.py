@@ -135,8 +135,8 @@ class Recording:
     does not: the cassette keeps every record written before and its footer
     says where and why it stopped (``Footer.stopped``), and one warning is
     logged (logger ``recorder``). With ``strict=True`` the failure raises
-    ``RecordingFailed`` instead (at the call that met it, and again when the
-    block ends), for tests and CI.
+    ``RecordingFailed`` instead of the warning (at the call that met it, and
+    again when the block ends), for tests and CI; the cassette ends the same.
     """
 
     playback = False
@@ -566,11 +566,12 @@ class Recording:
             error=ErrorInfo(type=kind, message=message),
         )
         self._stopped = stopped
-        _log.warning("%s: %s; the agent's run goes on unrecorded", self.path, stopped.describe())
-        if self.strict:
+        if self.strict:  # raised instead of a warning
             self._failure = RecordingFailed(stopped.describe(), path=self.path)
             self._failure.__cause__ = exc
-        return self._failure
+            return self._failure
+        _log.warning("%s: %s; the agent's run goes on unrecorded", self.path, stopped.describe())
+        return None
 
 
 def _stream_complete(

@@ -26,9 +26,9 @@ import recorder._writer
 from examples.shop import INSTRUCTION, make_tools, open_world, refund_policy, run_agent
 from recorder import Recording, RecordingFailed, read_cassette, record, tool
 from recorder._codec import Encoder, decode
-from replay import cassette_html
+from replay import Store, cassette_html
 from replay.stub_llm import ChatRequest, Reply, StubLLM
-from tests.helpers import replay
+from tests.helpers import REPO, replay
 
 Hook = Callable[[], None]
 
@@ -130,7 +130,9 @@ def test_a_disk_filling_mid_session_stops_the_recording_not_the_agent(
     assert html.escape(stopped.describe()) in cassette_html(cassette)
 
 
-def test_strict_raises_when_the_disk_fills(small_disk: Path) -> None:
+def test_strict_raises_when_the_disk_fills(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     out = small_disk / "refund.cassette"
     with pytest.raises(RecordingFailed) as raised:
         session(out, hook=filler(small_disk), strict=True)
@@ -139,6 +141,7 @@ def test_strict_raises_when_the_disk_fills(small_disk: Path) -> None:
     assert "No space left on device" in message
     footer = read_cassette(out).footer  # the cassette ends with the note all the same
     assert footer is not None and footer.stopped is not None
+    assert warnings_of(caplog) == []  # raised instead
 
 
 def test_a_note_that_cannot_be_written_leaves_a_cassette_cut_short(
@@ -283,3 +286,20 @@ def test_a_full_disk_at_the_start_leaves_no_file_and_the_agent_runs(
     assert not out.exists()  # no empty file to refuse the next recording as "already exists"
     (warning,) = warnings_of(caplog)
     assert "recording could not start" in warning and "No space left on device" in warning
+
+
+def test_a_trial_whose_recording_fails_is_an_error_of_the_harness(tmp_path: Path) -> None:
+    """replay's own recordings are strict: never a short cassette graded as if whole."""
+    (tmp_path / "cassettes" / "r" / "refund-4812-0.cassette").mkdir(parents=True)  # in its way
+    store = str(tmp_path / "r.db")
+    case = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", str(case), "--run", "r", "--store", store, "--llm-url", llm.openai_base_url,
+            "--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools",
+        )  # fmt: skip
+    assert code == 0, err
+    (trial,) = Store(store).trials("r")
+    assert trial["verdict"] == "error" and trial["cause"] == "harness"
+    (detail,) = trial["cause_detail"]
+    assert detail.startswith("RecordingFailed: ") and "recording could not start" in detail
