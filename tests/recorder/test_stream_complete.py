@@ -28,15 +28,18 @@ def streamed(path: Path) -> list[HttpEvent]:
 
 
 def test_sdk_streams_read_to_their_end_event_are_complete(cassette_path: Path) -> None:
-    with StubLLM(ScriptedPolicy([], final="Hi there.")) as llm, record(cassette_path):
-        client = openai.OpenAI(base_url=llm.openai_base_url, api_key="sk-test", max_retries=0)
+    with (
+        StubLLM(ScriptedPolicy([], final="Hi there.")) as llm,
+        record(cassette_path),
+        openai.OpenAI(base_url=llm.openai_base_url, api_key="sk-test", max_retries=0) as client,
+        anthropic.Anthropic(
+            base_url=llm.anthropic_base_url, api_key="sk-test", max_retries=0
+        ) as claude,
+    ):
         chat = client.chat.completions.create(model="stub-1", messages=ASK, stream=True)  # type: ignore[arg-type]
         text = "".join(c.choices[0].delta.content or "" for c in chat if c.choices)
         with client.responses.stream(model="stub-1", input="Hello?") as events:
             final = events.get_final_response()
-        claude = anthropic.Anthropic(
-            base_url=llm.anthropic_base_url, api_key="sk-test", max_retries=0
-        )
         with claude.messages.stream(model="stub-1", max_tokens=50, messages=ASK) as stream:  # type: ignore[arg-type]
             said = stream.get_final_text()
     assert text == final.output_text == said == "Hi there."
@@ -131,14 +134,22 @@ def test_a_stream_that_stops_short_is_not_complete(cutting: str, cassette_path: 
     outcomes = []
     with record(cassette_path):
         for where in ("close", "chunked"):
-            client = openai.OpenAI(base_url=f"{cutting}/{where}/v1", api_key="k", max_retries=0)
-            try:
-                chunks = client.chat.completions.create(model="stub-1", messages=ASK, stream=True)  # type: ignore[arg-type]
-                outcomes.append("".join(c.choices[0].delta.content or "" for c in chunks))
-            except openai.APIError as exc:
-                outcomes.append(type(exc).__name__)
-        claude = anthropic.Anthropic(base_url=f"{cutting}/close", api_key="k", max_retries=0)
-        with claude.messages.stream(model="stub-1", max_tokens=50, messages=ASK) as stream:  # type: ignore[arg-type]
+            url = f"{cutting}/{where}/v1"
+            with openai.OpenAI(base_url=url, api_key="k", max_retries=0) as client:
+                try:
+                    chunks = client.chat.completions.create(
+                        model="stub-1",
+                        messages=ASK,  # type: ignore[arg-type]
+                        stream=True,
+                    )
+                    outcomes.append("".join(c.choices[0].delta.content or "" for c in chunks))
+                except openai.APIError as exc:
+                    outcomes.append(type(exc).__name__)
+        url = f"{cutting}/close"
+        with (
+            anthropic.Anthropic(base_url=url, api_key="k", max_retries=0) as claude,
+            claude.messages.stream(model="stub-1", max_tokens=50, messages=ASK) as stream,  # type: ignore[arg-type]
+        ):
             outcomes.append("".join(stream.text_stream))
     assert outcomes[0] == "HiHi" and outcomes[2] == "Hi"  # the SDKs saw no error
     events = streamed(cassette_path)
