@@ -64,6 +64,7 @@ class Encoder:
     """Turns records (plain dicts) into bytes to append, one call per record."""
 
     def __init__(self, level: int = 6) -> None:
+        self._level = level
         self._deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
         self._last_body = b""
 
@@ -72,24 +73,42 @@ class Encoder:
         return PREAMBLE
 
     def encode(self, record: dict[str, Any]) -> bytes:
-        """Return the bytes of one record, complete and decodable on their own."""
+        """Return the bytes of one record, complete and decodable on their own.
+
+        A record msgpack cannot encode raises (``TypeError``, ``OverflowError``,
+        ``ValueError``) and leaves the encoder as it was: the next record encodes
+        as if this one had never been given.
+        """
+        last = self._last_body
         if record.get("kind") == "http":
-            record = self._delta_encode(record)
+            record, last = self._delta_encode(record)
         raw = msgpack.packb(record, use_bin_type=True)
+        self._last_body = last
         framed = msgpack.packb(zlib.crc32(raw)) + raw
         return self._deflate.compress(framed) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
 
-    def _delta_encode(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _delta_encode(self, record: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """The record to store (its body a delta when that pays) and its whole body."""
         request = record["request"]
         body = request.get("body", b"")
-        last, self._last_body = self._last_body, body
+        last = self._last_body
         if len(body) < _DELTA_MIN or not last:
-            return record
+            return record, body
         prefix, suffix = _shared(last, body)
         if prefix + suffix < len(body) // 2:
-            return record
+            return record, body
         delta = [prefix, body[prefix : len(body) - suffix], suffix]
-        return {**record, "request": {**request, "body": delta}}
+        return {**record, "request": {**request, "body": delta}}, body
+
+    def resume(self) -> Encoder:
+        """Return an encoder that goes on from the last complete record of this one's stream.
+
+        For a writer whose last bytes did not reach the file: every record ends with
+        ``Z_SYNC_FLUSH`` (the stream byte-aligned, no final block), so a fresh raw
+        deflate stream appended there continues it; it only compresses against what
+        it writes itself.
+        """
+        return Encoder(self._level)
 
     def finish(self) -> bytes:
         """Return the bytes that end the deflate stream (marks a clean close)."""

@@ -5,7 +5,8 @@ ReplayError
 ├─ CassetteError
 │   ├─ CassetteNotFound (+FileNotFoundError)
 │   ├─ CassetteCorrupt
-│   └─ CassetteVersionUnsupported
+│   ├─ CassetteVersionUnsupported
+│   └─ RecordingFailed          a strict recording could not start or go on (a full disk...)
 ├─ FixtureUnsupported          replay met a call the cassette cannot answer
 ├─ ToolSchemaError (+TypeError) a tool's signature cannot become a JSON schema
 ├─ AssertionSyntaxError (+ValueError) a state assertion does not parse
@@ -72,6 +73,23 @@ class CassetteVersionUnsupported(CassetteError):
             "upgrade agent-replay or re-record the cassette",
             path=path,
         )
+
+
+class RecordingFailed(CassetteError):
+    """A recording made with ``strict=True`` could not start or go on.
+
+    Without ``strict`` the same failure stops the recording, not the agent: the
+    cassette keeps what was written and ends with a note (``Footer.stopped``),
+    and one warning is logged.
+
+    Attributes:
+        path: The cassette file concerned.
+        reason: Where and why the recording stopped, in one line.
+    """
+
+    def __init__(self, reason: str, *, path: str | Path) -> None:
+        self.reason = reason
+        super().__init__(reason, path=path)
 
 
 class FixtureUnsupported(ReplayError):

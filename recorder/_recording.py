@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import functools
+import logging
 import os
 import sqlite3
 import subprocess
@@ -20,7 +22,7 @@ from urllib.parse import urlsplit
 from . import _session
 from ._capture import ChangeCapture, world_hash
 from ._derive import footer_for
-from ._errors import SandboxViolation
+from ._errors import CassetteError, RecordingFailed, SandboxViolation
 from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
 from ._reader import Cassette
 from ._redact import Redaction, Secrets, scrub_response
@@ -35,19 +37,23 @@ from ._schema import (
     HttpResponse,
     Pins,
     RedactionSpec,
+    Stopped,
     ToolEvent,
     UserEvent,
     ViolationEvent,
     WarningEvent,
     WorldDelta,
 )
+from ._sse import stream_ended
 from ._turns import Turn, Turns
-from ._writer import CassetteWriter
+from ._writer import CassetteWriter, NoRoom
 
 if TYPE_CHECKING:
     from ._playback import Playback
 
 __version__ = "0.1.0"
+
+_log = logging.getLogger("recorder")
 
 Done = Callable[[list[bytes], BaseException | None, bool], None]
 
@@ -132,6 +138,14 @@ class Recording:
     arguments, results, errors and deltas, warnings, user turns, the answer and
     the pins. A value learned mid-session (an auth header) cannot be scrubbed
     from what was written before it: list it in ``secrets`` to be sure.
+
+    A recording that cannot start or go on (a full disk, an I/O error, its
+    file or folder removed, a record that cannot be encoded) stops; the agent
+    does not: the cassette keeps every record written before and its footer
+    says where and why it stopped (``Footer.stopped``), and one warning is
+    logged (logger ``recorder``). With ``strict=True`` the failure raises
+    ``RecordingFailed`` instead of the warning (at the call that met it, and
+    again when the block ends), for tests and CI; the cassette ends the same.
     """
 
     playback = False
@@ -155,6 +169,7 @@ class Recording:
         interpose: Callable[[HttpRequest], HttpResponse | None] | None = None,
         check_result: Callable[[str, Any], None] | None = None,
         refuse_late: bool = False,
+        strict: bool = False,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     ) -> None:
@@ -201,6 +216,12 @@ class Recording:
         self._answer: str | None = None
         self._token: Any = None
         self._closed = False
+        self._closing = False
+        self.strict = strict
+        """When set, a recording that cannot start or go on raises ``RecordingFailed``;
+        otherwise it stops and the agent goes on (see the class's docs)."""
+        self._stopped: Stopped | None = None
+        self._failure: RecordingFailed | None = None
         header = Header(
             case_id=case_id,
             trial=trial,
@@ -214,8 +235,22 @@ class Recording:
         )
         self._header = header
         self.cassette: Cassette | None = None
-        """The cassette as written, once the recording is closed (no need to read it back)."""
-        self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
+        """The cassette as written, once the recording is closed (no need to read it back);
+        None when the recording could not start, or its file was removed."""
+        self._writer: CassetteWriter | None = None
+        try:
+            self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
+        except CassetteError:
+            raise  # the file exists and may not be replaced: a setting to change
+        except Exception as exc:  # the recording cannot start: the agent runs unrecorded
+            failure = self._stop(exc, "the header")
+            if failure is not None:
+                raise failure from exc
+        else:
+            self._keep_room()
+            if self._failure is not None:
+                self._writer.close(None)
+                raise self._failure
         self._turns: Turns | None = None
         # After the writer: if the file cannot be created, the user's connection is untouched.
         try:
@@ -241,11 +276,19 @@ class Recording:
         tb: TracebackType | None,
     ) -> None:
         try:
+            self._closing = True
             if exc is not None:
                 self._append(ErrorEvent(t=self.now(), error=self._error(exc)))
             self.close(status="error" if exc is not None else "ok")
         finally:
             _session.leave(self, self._token)
+        if self._failure is not None and exc is not self._failure:
+            raise self._failure  # strict: even when the agent swallowed it
+
+    @property
+    def stopped(self) -> Stopped | None:
+        """Where and why the recording stopped early, or None while it goes on (or went on)."""
+        return self._stopped
 
     # -- what agent code may call --------------------------------------------
 
@@ -292,6 +335,7 @@ class Recording:
         """Finish pending responses, write the footer and close the file."""
         if self._closed:
             return
+        self._closing = True  # from here a failure is noted, never raised mid-way
         for done, chunks in list(self._pending.values()):
             done(chunks, None, False)
             self.warn("a response body was neither read to its end nor closed; kept what arrived")
@@ -319,9 +363,28 @@ class Recording:
         except Exception as exc:  # a footer we cannot derive must not cost the cassette its end
             self.warn(f"could not summarise the trial: {type(exc).__name__}: {exc}")
             footer = Footer(status="error", final_answer=self._answer, pins=self._pins)
+        if self._writer is not None and self._stopped is None and self._writer.removed():
+            gone = FileNotFoundError(errno.ENOENT, "its file was removed while it was recorded")
+            self._stop(gone, None)
         with self._lock:
             self._closed = True
-            self._writer.close(footer)
+            writer, self._writer = self._writer, None
+            if writer is None:
+                return  # it never started: nothing to close, no cassette
+            if self._stopped is not None:
+                footer = footer.model_copy(update={"stopped": self._stopped})
+            try:
+                writer.close(footer)
+            except Exception as exc:  # the file ends on its last complete event
+                if self._stopped is None:
+                    self._stop(exc, "the footer")
+                assert self._stopped is not None
+                note = self._stopped.describe()
+                cut = f"recording was cut short: {len(self._events)} complete events ({note})"
+                self.cassette = Cassette(self.path, self._header, list(self._events), None, cut)
+                return
+            if self._stopped is not None and self._stopped.error.type == "FileNotFoundError":
+                return  # the cassette is gone: there is none to give
             self.cassette = Cassette(self.path, self._header, list(self._events), footer, None)
 
     # -- what interceptors call ----------------------------------------------
@@ -416,7 +479,8 @@ class Recording:
                 status=head[0],
                 headers=headers,
                 chunks=scrub_response(body, encoding, seen),
-                complete=complete and error is None,
+                # an LLM stream's own end event decides, else whether the body was read to its end
+                complete=error is None and _stream_complete(head[1], chunks, complete),
             )
         self._append(
             HttpEvent(
@@ -493,11 +557,68 @@ class Recording:
         return error_info(exc, lambda text: self.redaction.redact_text(text, self._secrets))
 
     def _append(self, event: Event) -> None:
+        failure: RecordingFailed | None = None
         with self._lock:
-            if self._closed:
-                return  # e.g. a response that ended after the block: nowhere to put it
-            self._writer.write(event)
-            self._events.append(event)
+            if self._closed or self._writer is None or self._stopped is not None:
+                return  # a response that ended after the block, or a recording stopped
+            try:
+                self._writer.write(event)
+            except Exception as exc:  # a full disk, an I/O error, a value msgpack refuses
+                failure = self._stop(exc, _described(event))
+            else:
+                self._events.append(event)
+                failure = self._keep_room()
+        if failure is not None and not self._closing:
+            raise failure
+
+    def _keep_room(self) -> RecordingFailed | None:
+        """Keep room for the footer past the cassette's end; stop when the disk has none."""
+        if self._writer is None:
+            return None
+        try:
+            self._writer.keep_room()
+        except NoRoom as exc:
+            return self._stop(exc, None)
+        return None
+
+    def _stop(self, exc: BaseException, lost: str | None) -> RecordingFailed | None:
+        """Stop recording: note where and why, warn once; return the error to raise if strict.
+
+        The writer stays open for the footer (which carries the note); what comes
+        after is not recorded.
+        """
+        kind = "OSError" if isinstance(exc, NoRoom) else type(exc).__qualname__
+        message = self.redaction.redact_text(str(exc), self._secrets)
+        stopped = Stopped(
+            t=self.now(),
+            events=len(self._events),
+            lost=lost,
+            error=ErrorInfo(type=kind, message=message),
+        )
+        self._stopped = stopped
+        if self.strict:  # raised instead of a warning
+            self._failure = RecordingFailed(stopped.describe(), path=self.path)
+            self._failure.__cause__ = exc
+            return self._failure
+        _log.warning("%s: %s; the agent's run goes on unrecorded", self.path, stopped.describe())
+        return None
+
+
+def _stream_complete(
+    headers: list[tuple[str, str]], chunks: list[bytes], read_to_end: bool
+) -> bool:
+    """Whether a response body is whole: an LLM stream's end event, else the transport's word."""
+    ended = stream_ended(headers, chunks)
+    return read_to_end if ended is None else ended
+
+
+def _described(event: Event) -> str:
+    """Name an event in a note: ``tool refund_order``, ``http POST URL``, ``warning``."""
+    if isinstance(event, ToolEvent):
+        return f"tool {event.name}"
+    if isinstance(event, HttpEvent):
+        return f"http {event.request.method} {event.request.url}"
+    return f"a {event.kind} event"
 
 
 def _shared(secrets: Secrets | Iterable[str], source: Playback | None) -> Secrets:

@@ -23,7 +23,9 @@ READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 #    older file ignored no host and counted every call's usage (missing counted as 0).
 # 4: sandbox violations (ViolationEvent); an older file recorded none as such (an in-process
 #    sandbox's refused request is an HttpEvent with a SandboxViolation error in every version).
-# 5: redaction of tool calls by path (RedactionSpec.tool_paths); an older file redacted none.
+# 5: a recording that stopped early, its agent going on (Footer.stopped), and redaction of
+#    tool calls by path (RedactionSpec.tool_paths); an older file never stopped early and
+#    redacted no tool call.
 
 Json = Any
 """Any value JSON can hold (dicts, lists, strings, numbers, booleans, null)."""
@@ -269,6 +271,28 @@ class Timings(_Record):
     tools: float = 0.0
 
 
+class Stopped(_Record):
+    """Where and why a recording stopped before its end; the agent's run went on without it."""
+
+    t: float
+    """Seconds from the start of recording to the failure."""
+    events: int
+    """Events the cassette keeps: every one recorded before the failure, complete."""
+    lost: str | None = None
+    """The first record that could not be written (``tool refund_order``, ``http POST URL``),
+    or None when no one record failed (the disk full after the last one, the file removed)."""
+    error: ErrorInfo
+    """Why: the error met writing (``OSError``, ``[Errno 28] No space left on device``...)."""
+
+    def describe(self) -> str:
+        """One line: where and why the recording stopped."""
+        why = f"({self.error.type.rsplit('.', 1)[-1]}: {self.error.message})"
+        if self.lost == "the header":
+            return f"recording could not start {why}"
+        what = f": could not write {self.lost}" if self.lost else ""
+        return f"recording stopped at {self.t:.2f}s after {self.events} events{what} {why}"
+
+
 class Footer(_Record):
     """Last record of a cassette that was closed properly."""
 
@@ -283,6 +307,10 @@ class Footer(_Record):
     """Net change to the world over the trial; None when no world was attached."""
     pins: Pins = Field(default_factory=Pins)
     """Complete pins: the header's plus those observed in the LLM requests."""
+    stopped: Stopped | None = None
+    """Set when the recording stopped early (a full disk, an I/O error, a record that could
+    not be encoded): what happened after it is not in the cassette. The totals above count
+    the events kept."""
 
 
 Event = Annotated[

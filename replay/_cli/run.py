@@ -272,7 +272,8 @@ _URLS = ("http://", "https://")
     "--judge-timeout",
     default=60.0,
     show_default=True,
-    help="Seconds before a judge call is unknown.",
+    help="Seconds a judge call may take in all (every byte of its answer); past it the "
+    "grade is unknown.",
 )
 @click.option(
     "--judge-min-labels",
@@ -310,6 +311,12 @@ _URLS = ("http://", "https://")
     "--user-url", help="OpenAI-compatible base URL of the simulated user [default: --llm-url]."
 )
 @click.option("--user-model", default="user-sim", show_default=True, help="Model playing the user.")
+@click.option(
+    "--user-timeout",
+    default=60.0,
+    show_default=True,
+    help="Seconds a simulated user's answer may take in all; past it the user has failed.",
+)
 def run(
     cases: tuple[Path, ...],
     name: str,
@@ -350,6 +357,7 @@ def run(
     user_source: str,
     user_url: str | None,
     user_model: str,
+    user_timeout: float,
     executor: str,
     workers: int,
     ray_address: str | None,
@@ -451,7 +459,7 @@ def run(
                 judge_min_agreement,
                 enabled=not no_judge,
             ),
-            user=UserSettings(user_source, user_url, user_model),  # type: ignore[arg-type]
+            user=UserSettings(user_source, user_url, user_model, user_timeout),  # type: ignore[arg-type]
             faults=FaultSettings([str(f) for f in parse_faults(faults)], fault_seed),
             executor=ExecutorSettings(
                 executor,  # type: ignore[arg-type]

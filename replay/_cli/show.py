@@ -27,8 +27,8 @@ from ..views._transcript import to_json
 def show(cassette: Path, as_json: bool, bodies: bool, html_file: Path | None) -> None:
     """Show a cassette's transcript: steps, LLM messages, tool calls, world deltas, pins.
 
-    A cassette cut short (a killed recording) shows the steps it kept and a
-    warning; a damaged one is an error (exit code 2).
+    A cassette cut short (a killed recording) or whose recording stopped early
+    (a full disk) shows the steps it kept and a warning; a damaged one is an error (exit code 2).
     """
     if html_file is not None and as_json:
         raise click.UsageError("--html and --json cannot be used together")
@@ -41,5 +41,7 @@ def show(cassette: Path, as_json: bool, bodies: bool, html_file: Path | None) ->
         click.echo(json.dumps(to_json(data), indent=2))
     else:
         render_cassette(data, console(), bodies=bodies)
+    if data.footer is not None and data.footer.stopped is not None:
+        click.echo(f"warning: {data.path}: {data.footer.stopped.describe()}", err=True)
     if data.truncation:
         click.echo(f"warning: {data.path}: {data.truncation}", err=True)

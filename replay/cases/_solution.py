@@ -41,7 +41,7 @@ def _cached(case_id: str, fixture: str, mtime: int, calls: str, tools: Any) -> R
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "reference.cassette"
             pins = Pins(fixture_hash=world.fixture.hash)
-            with record(path, world=world.conn, case_id=case_id, pins=pins):
+            with record(path, world=world.conn, case_id=case_id, pins=pins, strict=True):
                 for name, args in json.loads(calls):
                     try:
                         by_name[name](**args)

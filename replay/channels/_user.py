@@ -45,6 +45,7 @@ from recorder import (
     unrecorded,
 )
 
+from ..graders._deadline import DeadlinePassed, post_within
 from ._jsonrpc import LoopbackServer, serve_in_thread, stop_serving
 
 STOP = "###STOP###"
@@ -82,7 +83,8 @@ class LiveUser:
     Args:
         base_url: The endpoint's base URL (``.../v1``).
         model: The model that plays the user.
-        timeout: Seconds to wait for each answer.
+        timeout: Seconds each answer may take in all (connecting, sending, every byte);
+            past it the user has failed (``UserSimulatorError``), a late answer unread.
     """
 
     base_url: str
@@ -120,8 +122,11 @@ class LiveUser:
     def _post(self, body: dict[str, Any]) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.api_key}"}
         try:
-            with httpx.Client(base_url=self.base_url, timeout=self.timeout) as client:
-                response = client.post("chat/completions", json=body, headers=headers)
+            response = post_within(
+                self.base_url, "chat/completions", json=body, headers=headers, deadline=self.timeout
+            )
+        except DeadlinePassed:
+            raise UserSimulatorError(f"it gave no answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
             raise UserSimulatorError(f"{type(exc).__name__}: {exc}") from None
         if response.status_code != 200:

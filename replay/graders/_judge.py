@@ -27,6 +27,7 @@ import httpx
 from recorder import ErrorEvent, Pins, ToolEvent, record
 
 from ._core import Grade, Trial, Verdict
+from ._deadline import post_within
 
 JUDGE_PROMPT = (
     "You grade one dimension of an AI agent's work on a task. Read the task, what the "
@@ -63,7 +64,8 @@ class Judge:
     Args:
         base_url: The endpoint's base URL (``.../v1``).
         model: The judge model.
-        timeout: Seconds to wait for an answer; past it the grade is ``unknown``.
+        timeout: Seconds a judge call may take in all (connecting, sending, every byte of
+            the answer); past it the grade is ``unknown``, and a late answer is never read.
         max_tokens: Cap on the judge's answer.
         api_key: Key sent as a bearer token (redacted in the cassette).
         calibrated: ``(model, rubric hash)`` pairs whose grades count toward the
@@ -88,18 +90,16 @@ class Judge:
             return []
         evidence = trial_text(trial)
         grades = []
-        with (
-            record(
-                cassette,
-                case_id=getattr(trial.case, "id", None),
-                trial=trial.cassette.header.trial,
-                pins=Pins(model=self.model, user={"role": "judge"}),
-                overwrite=True,
-            ),
-            httpx.Client(base_url=self.base_url, timeout=self.timeout) as client,
+        with record(
+            cassette,
+            case_id=getattr(trial.case, "id", None),
+            trial=trial.cassette.header.trial,
+            pins=Pins(model=self.model, user={"role": "judge"}),
+            overwrite=True,
+            strict=True,
         ):
             for dimension in dimensions:
-                verdict, reason = self._ask(client, dimension, evidence)
+                verdict, reason = self._ask(dimension, evidence)
                 gates = self.calibrated is None or (self.model, dimension.hash) in self.calibrated
                 meta = {
                     "model": self.model,
@@ -119,9 +119,7 @@ class Judge:
                 )
         return grades
 
-    def _ask(
-        self, client: httpx.Client, dimension: Dimension, evidence: str
-    ) -> tuple[Verdict, str]:
+    def _ask(self, dimension: Dimension, evidence: str) -> tuple[Verdict, str]:
         body = {
             "model": self.model,
             "temperature": 0,
@@ -137,8 +135,10 @@ class Judge:
         }
         headers = {"Authorization": f"Bearer {self.api_key}"}
         try:
-            response = client.post("chat/completions", json=body, headers=headers)
-        except httpx.TimeoutException:
+            response = post_within(
+                self.base_url, "chat/completions", json=body, headers=headers, deadline=self.timeout
+            )
+        except httpx.TimeoutException:  # the deadline, or a phase of the call timing out
             return Verdict.UNKNOWN, f"judge timed out after {self.timeout:g}s"
         except httpx.HTTPError as exc:
             return Verdict.UNKNOWN, f"judge unreachable: {type(exc).__name__}: {exc}"

@@ -15,6 +15,7 @@ from recorder import (
     Pins,
     Playback,
     Recording,
+    RecordingFailed,
     ToolEvent,
     llm_call,
     read_cassette,
@@ -141,6 +142,7 @@ def run_agent(
             interpose=guards.interpose(faults.http if faults is not None else None),
             check_result=guards.check_result(),
             refuse_late=True,  # an agent left running past its deadline reaches nothing
+            strict=True,  # a trial whose recording failed is an error, never a short cassette
         ) as rec:
             guards.recording = rec
             if faults is not None:
@@ -166,6 +168,8 @@ def run_agent(
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
     except KeyboardInterrupt:
+        raise
+    except RecordingFailed:  # the harness's failure, not the agent's: the trial is an error
         raise
     except LimitExceeded as exc:  # recorded as an error event; the trial is flagged
         guards.fire(exc.guard, str(exc))

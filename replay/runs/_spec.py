@@ -134,6 +134,8 @@ class UserSettings:
     url: str | None = None
     """Its OpenAI-compatible endpoint (default: the LLM's ``url``)."""
     model: str = "user-sim"
+    timeout: float = 60.0
+    """Seconds each of its answers may take in all (``--user-timeout``)."""
 
 
 @dataclass(frozen=True)

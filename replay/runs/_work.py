@@ -306,7 +306,9 @@ def _plan(
             user = UserChannel(job.case.user, frozen=FrozenUser(recorded))
         else:
             url = spec.user.url or spec.llm.url or ""
-            user = UserChannel(job.case.user, live=LiveUser(url, spec.user.model))
+            user = UserChannel(
+                job.case.user, live=LiveUser(url, spec.user.model, spec.user.timeout)
+            )
     every = [*job.case.faults, *faults] if mode.runs_agent else []
     return TrialPlan(
         case=job.case,

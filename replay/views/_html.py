@@ -251,6 +251,8 @@ def transcript_html(cassette: Cassette) -> str:
     ]
     if cassette.truncation:
         out.append(f'<p class="note">cut short: {_e(cassette.truncation)}</p>')
+    if cassette.footer is not None and cassette.footer.stopped is not None:
+        out.append(f'<p class="note">{_e(cassette.footer.stopped.describe())}</p>')
     out += [_step(step) for step in steps(cassette)]
     out.append(f"<h4>outcome: {_e(summary.status)}</h4>")
     if summary.final_answer is not None:
