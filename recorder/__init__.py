@@ -34,7 +34,7 @@ from ._llm import LlmCall, LlmToolCall, llm_call
 from ._playback import Playback, playback
 from ._reader import Cassette, read_cassette, read_header
 from ._recording import Recording, __version__, record
-from ._redact import PLACEHOLDER, Redaction
+from ._redact import PLACEHOLDER, Redaction, Secrets
 from ._schema import (
     FORMAT_VERSION,
     ErrorEvent,
@@ -106,6 +106,7 @@ __all__ = [
     "ReplayError",
     "RowChange",
     "SandboxViolation",
+    "Secrets",
     "Source",
     "Stopped",
     "Timings",

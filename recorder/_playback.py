@@ -67,13 +67,7 @@ class Playback:
         )
         """Calls to these are answered with an empty success (the recording's, by default)."""
         self.ignored_calls: dict[str, int] = {}
-        spec = self.cassette.header.redaction
-        self.redaction = Redaction(
-            headers=frozenset(spec.headers),
-            query=frozenset(spec.query),
-            body_paths=tuple(spec.body_paths),
-            tool_paths=tuple(spec.tool_paths),
-        )
+        self.redaction = Redaction.from_spec(self.cassette.header.redaction)
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
         """Scrubbed from live requests before they are matched, as they were when recorded;
         learned from live requests as they come (a recording answered from this playback

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import brotli
 
 from ._errors import ConfigError
-from ._schema import HttpRequest
+from ._schema import HttpRequest, RedactionSpec
 
 PLACEHOLDER = "[REDACTED]"
 
@@ -65,6 +65,10 @@ class Secrets:
 
     def __bool__(self) -> bool:
         return bool(self._values)
+
+    def values(self) -> set[str]:
+        """The secrets remembered (a copy)."""
+        return set(self._values)
 
     def update(self, other: Secrets) -> None:
         """Remember every secret ``other`` holds."""
@@ -207,6 +211,16 @@ class Redaction:
         object.__setattr__(self, "tool_paths", tuple(self.tool_paths))
         object.__setattr__(self, "_paths", tuple(paths))
         object.__setattr__(self, "_tools", tuple(tools))
+
+    @classmethod
+    def from_spec(cls, spec: RedactionSpec) -> Redaction:
+        """The redaction a cassette was recorded with (its header's ``redaction``)."""
+        return cls(
+            headers=frozenset(spec.headers),
+            query=frozenset(spec.query),
+            body_paths=tuple(spec.body_paths),
+            tool_paths=tuple(spec.tool_paths),
+        )
 
     def redact_tool(self, name: str, part: str, value: Any, seen: Secrets | None = None) -> Any:
         """Return a tool call's ``args`` or ``result`` (JSON-ready) with its paths replaced."""

@@ -72,6 +72,7 @@ if _typing.TYPE_CHECKING:
         FaultSettings,
         JudgeSettings,
         LlmSettings,
+        RedactionSettings,
         RunSpec,
         UserSettings,
     )
@@ -107,6 +108,7 @@ _EXPORTS = {
     "JudgeSettings": ".runs._spec",
     "LlmSettings": ".runs._spec",
     "RunSpec": ".runs._spec",
+    "RedactionSettings": ".runs._spec",
     "UserSettings": ".runs._spec",
     "Scoring": ".cases._case",
     "StateDiff": ".worlds._diff",
@@ -189,6 +191,7 @@ __all__ = [
     "LlmSettings",
     "McpServer",
     "Promoted",
+    "RedactionSettings",
     "RowUpdate",
     "RunReport",
     "RunSpec",

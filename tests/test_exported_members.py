@@ -53,6 +53,7 @@ RECORDER = [
     "ReplayError",
     "RowChange",
     "SandboxViolation",
+    "Secrets",
     "Source",
     "Stopped",
     "Timings",
@@ -91,6 +92,7 @@ REPLAY = [
     "JudgeSettings",
     "LlmSettings",
     "McpServer",
+    "RedactionSettings",
     "UserSettings",
     # cases, worlds, state diffs
     "Case",

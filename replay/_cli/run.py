@@ -19,6 +19,7 @@ from replay import (
     JudgeSettings,
     LlmSettings,
     McpServer,
+    RedactionSettings,
     RunSpec,
     Store,
     UserSettings,
@@ -100,6 +101,8 @@ def _mcp_servers(servers: tuple[str, ...], envs: tuple[str, ...]) -> dict[str, M
 
 
 _URLS = ("http://", "https://")
+_SECRET_OPTIONS = ("llm_url", "judge_url", "user_url", "sets", "mcp_servers", "mcp_envs")
+"""What ``--resume`` takes again: the secrets in them are not stored with the run."""
 
 
 @click.command()
@@ -222,6 +225,22 @@ _URLS = ("http://", "https://")
     help="Let the sandboxed agent see this secret-like environment variable (repeatable).",
 )
 @click.option(
+    "--secret-env",
+    multiple=True,
+    metavar="NAME",
+    help="Scrub this environment variable's value from everything the run writes (repeatable; "
+    "credentials in headers and URLs, --allow-env values and secret-named --set values are "
+    "scrubbed without it).",
+)
+@click.option(
+    "--redact-tool",
+    "redact_tools",
+    multiple=True,
+    metavar="TOOL.args|result.PATH",
+    help="Replace the value at this path of tool calls in the cassettes, e.g. "
+    "'*.args.card_number' or 'get_customer.result.ssn' (repeatable).",
+)
+@click.option(
     "--allow-host",
     "allow_hosts",
     multiple=True,
@@ -339,6 +358,8 @@ def run(
     store: Path,
     resume: bool,
     allow_env: tuple[str, ...],
+    secret_env: tuple[str, ...],
+    redact_tools: tuple[str, ...],
     allow_hosts: tuple[str, ...],
     mcp_servers: tuple[str, ...],
     mcp_envs: tuple[str, ...],
@@ -407,7 +428,7 @@ def run(
         given = [
             p.name
             for p in context.command.params
-            if p.name not in ("name", "store", "resume")
+            if p.name not in ("name", "store", "resume", *_SECRET_OPTIONS)
             and context.get_parameter_source(p.name or "") == ParameterSource.COMMANDLINE
         ]
         if given:
@@ -418,7 +439,13 @@ def run(
         stored = results.run(name)
         if stored is None:
             raise ConfigError(f"no run {name!r} to resume in {results.path}")
-        spec = RunSpec.from_stored(stored["spec"])
+        spec = RunSpec.from_stored(stored["spec"]).restored(  # its secrets, given again
+            llm_url=llm_url,
+            judge_url=judge_url,
+            user_url=user_url,
+            settings=_settings(sets),
+            mcp_servers=servers,
+        )
     else:
         if isolation == "auto":
             isolation = _isolation(mode)
@@ -469,7 +496,9 @@ def run(
                 str(ship.resolve()) if ship else None,
                 dask_address,
             ),
+            redaction=RedactionSettings(list(redact_tools), list(secret_env)),
         )
+        spec.redaction.redaction()  # a bad --redact-tool path: said before anything starts
     with Progress(transient=True) as progress:
         task = progress.add_task(f"run {name}", total=None)
 

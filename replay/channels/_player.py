@@ -10,6 +10,8 @@ from recorder import (
     Cassette,
     FixtureUnsupported,
     RecordedAnswers,
+    Redaction,
+    Secrets,
     ToolEvent,
     ToolRequest,
 )
@@ -30,12 +32,24 @@ class ToolPlayer:
     one never recorded, raises ``FixtureUnsupported`` (naming the nearest
     recorded call and the differing arguments) and is kept in ``misses``.
 
+    A live call's arguments are redacted and scrubbed as the recording's were
+    (its tool paths, then ``secrets``) before they are matched.
+
     Args:
         cassette: The recording.
         match_on: Names of the matchers that make a call's key.
+        secrets: What the trial scrubs (shared with its recording, which learns more).
     """
 
-    def __init__(self, cassette: Cassette, *, match_on: Sequence[str] = TOOL_MATCH_ON) -> None:
+    def __init__(
+        self,
+        cassette: Cassette,
+        *,
+        match_on: Sequence[str] = TOOL_MATCH_ON,
+        secrets: Secrets | None = None,
+    ) -> None:
+        self._redaction = Redaction.from_spec(cassette.header.redaction)
+        self._secrets = secrets if secrets is not None else Secrets()
         self._calls = [e for e in cassette.events if isinstance(e, ToolEvent)]
         self.answers: RecordedAnswers[ToolRequest, ToolEvent] = RecordedAnswers(
             ((ToolRequest(e.name, e.args), e) for e in self._calls),
@@ -53,7 +67,8 @@ class ToolPlayer:
 
     def answer(self, name: str, args: Mapping[str, Any]) -> ToolEvent:
         """Return the recorded call for (name, args), or raise ``FixtureUnsupported``."""
-        return self.answers.answer(ToolRequest(name, args))
+        args = self._redaction.redact_tool(name, "args", dict(args), self._secrets)
+        return self.answers.answer(ToolRequest(name, self._secrets.scrub_value(args)))
 
     def _nearest(self, call: ToolRequest) -> str | None:
         name, args = call.name, dict(call.args)

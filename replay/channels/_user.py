@@ -254,6 +254,8 @@ class UserChannel:
         started = time.perf_counter()
         t = self.recording.now() if self.recording is not None else 0.0
         if self.frozen is not None:
+            if said is not None and self.recording is not None:
+                said = self.recording.scrub(said)  # as it was recorded: secrets replaced
             recorded = self.frozen.turn(index, said)
             if recorded.said != said:
                 note = (

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder import Cassette, ConfigError, Playback, Tool, ToolEvent, tool
+from recorder import Cassette, ConfigError, Playback, Secrets, Tool, ToolEvent, tool
 
 from ..cases._case import Case
 from ..channels._faults import FaultInjector
@@ -39,9 +39,11 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     recorded = plan.needs_recorded()
     world = fresh_world(plan)
     originals = list(plan.needs_tools()(world.conn))  # their schemas and effects: none runs
-    player = ToolPlayer(recorded)
+    secrets = Secrets(plan.secrets)  # one set: what the recording learns, the sources match by
+    player = ToolPlayer(recorded, secrets=secrets)
     replayed = dispatcher({t.name: _replayed_tool(t, player, world) for t in originals})
-    source = Playback(recorded) if MODE.llm_source(plan.llm) == "frozen" else None
+    frozen = MODE.llm_source(plan.llm) == "frozen"
+    source = Playback(recorded, secrets=secrets) if frozen else None
     url = (recorded_base_url(recorded) if source else None) or plan.llm_url or NO_LLM_URL
     wrap = plan.faults.wrap if plan.faults is not None else _same
     writes = {e.name for e in recorded.events if isinstance(e, ToolEvent) and e.effect == "write"}
@@ -52,7 +54,7 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     env = environment(
         originals, replayed, plan.faults, url, plan.model, plan.settings, plan.user, servers
     )
-    cassette = yield from run_agent(plan, env, world, source, None, guards)
+    cassette = yield from run_agent(plan, env, world, source, None, guards, secrets)
     missed = misses(player, source, plan.user.frozen if plan.user else None)
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return graded(plan, cassette, world, diff, missed, started, guards)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from recorder import Cassette, ConfigError, Tool
+from recorder import Cassette, ConfigError, Redaction, Tool
 
 from ..cases._case import Case
 from ..channels._faults import FaultInjector
@@ -87,6 +87,10 @@ class TrialPlan:
         limits: What the trial may use: the agent's deadline, its LLM tokens, the
             size of a tool result (``replay.modes._guards``; default: no limit).
         judge_out: Where the judge's calls are recorded (None: beside ``out``).
+        secrets: Values scrubbed from everything the trial records, besides the
+            credentials its recording learns (``recorder.record(secrets=)``).
+        redaction: What the trial's cassette redacts (None: what ``recorded`` did,
+            else the defaults).
     """
 
     case: Case
@@ -111,6 +115,8 @@ class TrialPlan:
     graders: Sequence[str] = ()
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    secrets: Sequence[str] = ()
+    redaction: Redaction | None = None
 
     judge_out: Path | None = None
     """Where the judge's calls are recorded (None: beside ``out``, ``judge_cassette(out)``)."""

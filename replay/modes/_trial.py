@@ -16,6 +16,8 @@ from recorder import (
     Playback,
     Recording,
     RecordingFailed,
+    Redaction,
+    Secrets,
     ToolEvent,
     llm_call,
     read_cassette,
@@ -109,6 +111,15 @@ def misses(*sources: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def trial_redaction(plan: TrialPlan) -> Redaction:
+    """What a trial's cassette redacts: the plan's, else what its recorded trial redacted."""
+    if plan.redaction is not None:
+        return plan.redaction
+    if plan.recorded is not None:
+        return Redaction.from_spec(plan.recorded.header.redaction)
+    return Redaction()
+
+
 def run_agent(
     plan: TrialPlan,
     env: Environment,
@@ -116,12 +127,15 @@ def run_agent(
     source: Playback | None,
     allowed_hosts: Iterable[str] | None,
     guards: Guards | None = None,
+    secrets: Secrets | None = None,
 ) -> Steps[Cassette]:
     """Run the plan's agent inside a recording into ``plan.out``, under ``guards``.
 
     An agent that raises is recorded (an error event), not propagated;
     ``source`` answers the LLM (frozen), ``allowed_hosts`` (else any) may be reached.
     ``guards`` hold the plan's limits (see ``_guards``) and keep which fired.
+    ``secrets`` (default: the plan's) are scrubbed from the cassette; the trial's
+    replay sources share them, to match what was recorded scrubbed.
     """
     case, faults, agent = plan.case, plan.faults, plan.needs_agent()
     guards = guards if guards is not None else Guards(plan.limits)
@@ -137,6 +151,8 @@ def run_agent(
             fixture_source=str(case.fixture),
             overwrite=True,
             source=source,
+            secrets=secrets if secrets is not None else Secrets(plan.secrets),
+            redaction=trial_redaction(plan),
             allowed_hosts=allowed_hosts,
             ignore_hosts=plan.ignore_hosts,
             interpose=guards.interpose(faults.http if faults is not None else None),

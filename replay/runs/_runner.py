@@ -18,21 +18,20 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from recorder import PLACEHOLDER, ConfigError, Redaction, __version__, patched, read_header
+from recorder import ConfigError, Secrets, __version__, patched, read_header
 
 from .. import graders
 from ..cases._case import Case, load_case
 from ..channels._faults import Fault, parse_faults
 from ..channels._isolation import require as require_isolation
 from ..channels._mcp_proxy import McpServer
-from ..channels._secrets import SECRET_WORDS
 from ..graders import Judge
 from ..modes import REGISTRY, Mode, cassette_name, load_callable
 from ..results._calibration import calibrated_judges
 from ..results._store import Store
 from ..worlds._world import load_fixture
 from ._backend import Backend, backend
-from ._spec import RunSpec, stored_server
+from ._spec import RunSpec, hide_server, hide_settings
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
 
 
@@ -368,35 +367,25 @@ def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
 
 
 def _pinned(server: McpServer) -> dict[str, Any]:
-    """A server as its run's pins show it: what is not a default, secrets hidden.
-
-    Secrets as the sandbox names them; the spec stored for ``--resume`` keeps the values.
-    """
+    """A server as its run's pins show it: what is not a default, secrets hidden."""
     defaults = {f.name: f.default for f in dataclasses.fields(McpServer)}
-    shown = {
+    return {
         k: v
-        for k, v in stored_server(server).items()
+        for k, v in hide_server(server).items()
         if v not in (None, [], {}) and v != defaults.get(k)
     }
-    if "url" in shown:
-        shown["url"] = Redaction().redact_url(shown["url"])
-    if "env" in shown:
-        shown["env"] = {
-            k: PLACEHOLDER if any(w in k.upper() for w in SECRET_WORDS) else v
-            for k, v in shown["env"].items()
-        }
-    return shown
 
 
 def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
-    return {
+    """What the run's verdicts depend on, as stored and reported: no secret in them."""
+    pins = {
         "mode": mode.name,
         "agent": shlex.join(spec.agent.command) if spec.agent.command else spec.agent.entry,
         "isolation": spec.agent.isolation,
         "tools": spec.agent.tools,
         "model": spec.agent.model,
         "llm": mode.llm_source(spec.llm.source),
-        "settings": spec.agent.settings,
+        "settings": hide_settings(spec.agent.settings),
         "mcp_servers": {n: _pinned(s) for n, s in spec.agent.mcp_servers.items()} or None,
         "grader_version": __version__,
         "graders": _grader_pins(spec, cases),
@@ -413,4 +402,8 @@ def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
         if any(c.user is not None for c in cases)
         else None,
         "fixtures": {c.id: load_fixture(c.fixture).hash for c in cases},
+        "redaction": {"tool_paths": spec.redaction.tool_paths}
+        if spec.redaction.tool_paths
+        else None,
     }
+    return dict(Secrets(spec.secrets()).scrub_value(pins))

@@ -9,22 +9,28 @@ refuses one from a later version, saying so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
-from recorder import ConfigError
+from recorder import PLACEHOLDER, ConfigError, Redaction, Secrets
 
 from ..channels._mcp_proxy import McpServer
+from ..channels._secrets import SECRET_WORDS
 from ..modes import Limits
 from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
 
-SPEC_VERSION = 4
+SPEC_VERSION = 5
 """1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor;
 3: the agent's third-party MCP servers (``agent.mcp_servers``; none in a version 2 spec);
 4: caps on a trial's LLM tokens and tool results (``agent.max_llm_tokens``,
 ``agent.max_tool_result_chars``), ``agent.timeout`` holding in-process agents too, and the
-hosts a sandboxed agent may reach (``agent.allow_hosts``); none in a version 3 spec."""
+hosts a sandboxed agent may reach (``agent.allow_hosts``); none in a version 3 spec;
+5: what the trials' cassettes redact (``redaction``) and the user's deadline
+(``user.timeout``), stored without its secrets (``RunSpec.to_stored``); a version 4 spec
+redacts the defaults and gives the user 60 s."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,20 @@ class ExecutorSettings:
 
 
 @dataclass(frozen=True)
+class RedactionSettings:
+    """What the trials' cassettes redact besides the defaults (see ``recorder.Redaction``)."""
+
+    tool_paths: list[str] = field(default_factory=list)
+    """``TOOL.args.PATH`` or ``TOOL.result.PATH`` replaced in tool calls (``--redact-tool``)."""
+    secret_env: list[str] = field(default_factory=list)
+    """Environment variables whose values are scrubbed from everything (``--secret-env``)."""
+
+    def redaction(self) -> Redaction:
+        """The recorder's redaction (raises ``ConfigError`` for a path that is not one)."""
+        return Redaction(tool_paths=tuple(self.tool_paths))
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything that defines a run (stored with it, so it can be resumed)."""
 
@@ -188,12 +208,123 @@ class RunSpec:
     user: UserSettings = field(default_factory=UserSettings)
     faults: FaultSettings = field(default_factory=FaultSettings)
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
+    redaction: RedactionSettings = field(default_factory=RedactionSettings)
     version: int = SPEC_VERSION
     """The spec's format (``SPEC_VERSION``), stored with it."""
 
     def to_stored(self) -> dict[str, Any]:
-        """As stored with the run (JSON-ready)."""
-        return asdict(self)
+        """As stored with the run (JSON-ready), every secret in it replaced by ``[REDACTED]``.
+
+        Secrets are what the run's cassettes scrub (``secrets``): URL credentials
+        and secret query values of the LLM, judge, user and MCP server URLs,
+        settings (``--set``) and MCP server variables named like secrets, values
+        following a secret-named option in an MCP server's command. ``--resume``
+        takes them again from the command line (``restored``).
+        """
+        stored = asdict(self)
+        agent, seen = stored["agent"], Secrets(self.secrets())
+        for group, key in (("llm", "url"), ("judge", "url"), ("user", "url")):
+            stored[group][key] = hide_url(stored[group][key])
+        agent["settings"] = hide_settings(agent["settings"])
+        agent["mcp_servers"] = {n: hide_server(v) for n, v in agent["mcp_servers"].items()}
+        return dict(seen.scrub_value(stored))
+
+    def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """The values every cassette of the run scrubs (``recorder.record(secrets=)``).
+
+        Those of the stored spec hides, and the values of the ``--allow-env`` and
+        ``--secret-env`` variables in ``environ`` (default: this process's).
+        """
+        environ = os.environ if environ is None else environ
+        seen = Secrets()
+        urls = [self.llm.url, self.judge.url, self.user.url]
+        urls += [s.url for s in self.agent.mcp_servers.values()]
+        for url in urls:
+            if url:
+                Redaction().redact_url(url, seen)
+        values = [str(v) for k, v in self.agent.settings.items() if secret_named(k)]
+        for server in self.agent.mcp_servers.values():
+            values += [v for k, v in server.env.items() if secret_named(k)]
+            values += _secret_args(server.command)
+        names = [*self.agent.allow_env, *self.redaction.secret_env]
+        values += [environ[name] for name in names if environ.get(name)]
+        for value in values:
+            if value and value != PLACEHOLDER:
+                seen.add(value)
+        return sorted(seen.values())
+
+    def missing_secrets(self) -> list[str]:
+        """The options whose secrets a spec read back lacks (``to_stored`` hid them)."""
+        missing = [
+            f"--{group}-url"
+            for group, url in (("llm", self.llm.url), ("judge", self.judge.url))
+            if url and PLACEHOLDER in url
+        ]
+        if self.user.url and PLACEHOLDER in self.user.url:
+            missing.append("--user-url")
+        missing += [f"--set {k}=..." for k, v in self.agent.settings.items() if v == PLACEHOLDER]
+        for name, server in self.agent.mcp_servers.items():
+            hidden = [k for k, v in server.env.items() if v == PLACEHOLDER]
+            missing += [f"--mcp-env {name}:{k}=..." for k in hidden]
+            if PLACEHOLDER in (server.url or "") or PLACEHOLDER in server.command:
+                missing.append(f"--mcp-server {name}=...")
+        return missing
+
+    def restored(
+        self,
+        *,
+        llm_url: str | None = None,
+        judge_url: str | None = None,
+        user_url: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        mcp_servers: Mapping[str, McpServer] | None = None,
+    ) -> RunSpec:
+        """This spec (read back from the store) with the secrets given again for ``--resume``.
+
+        Each value given must be the one the run was started with, secrets aside.
+
+        Raises:
+            ConfigError: A value differs from the run's, or a secret is still missing.
+        """
+        spec = self
+        for option, given, group in (
+            ("--llm-url", llm_url, "llm"),
+            ("--judge-url", judge_url, "judge"),
+            ("--user-url", user_url, "user"),
+        ):
+            if given is None:
+                continue
+            held = getattr(spec, group)
+            if hide_url(given) != held.url:
+                raise ConfigError(f"{option} is not the run's ({held.url}): give the same URL")
+            spec = replace(spec, **{group: replace(held, url=given)})
+        agent = spec.agent
+        if settings:
+            merged = dict(agent.settings)
+            for key, value in settings.items():
+                if hide_settings({key: value}) != {key: merged.get(key)}:
+                    raise ConfigError(
+                        f"--set {key} is not the run's: give the value it started with"
+                    )
+                merged[key] = value
+            agent = replace(agent, settings=merged)
+        if mcp_servers:
+            servers = dict(agent.mcp_servers)
+            for name, server in mcp_servers.items():
+                if name not in servers or hide_server(server) != hide_server(servers[name]):
+                    raise ConfigError(
+                        f"MCP server {name!r} is not the run's: give it as it started"
+                    )
+                servers[name] = server
+            agent = replace(agent, mcp_servers=servers)
+        spec = replace(spec, agent=agent)
+        if missing := spec.missing_secrets():
+            raise ConfigError(
+                f"run {spec.name!r} was started with secrets that are not stored: give "
+                + ", ".join(missing)
+                + " again with --resume"
+            )
+        return spec
 
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> RunSpec:
@@ -223,6 +354,53 @@ class RunSpec:
             ) from None
 
 
+def secret_named(name: str) -> bool:
+    """Whether a setting or variable is named like a secret (``*KEY*``, ``*TOKEN*``...)."""
+    return any(word in name.upper() for word in SECRET_WORDS)
+
+
+def hide_url(url: str | None) -> str | None:
+    """A URL as stored: credentials and secret query values replaced by ``[REDACTED]``."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return PLACEHOLDER
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc=f"{PLACEHOLDER}@{parts.netloc.rsplit('@', 1)[1]}")
+    return Redaction().redact_url(urlunsplit(parts))
+
+
+def hide_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings as stored: the values of secret-named keys replaced."""
+    return {k: PLACEHOLDER if secret_named(k) else v for k, v in settings.items()}
+
+
+def hide_server(server: McpServer | Mapping[str, Any]) -> dict[str, Any]:
+    """An MCP server as stored: URL credentials, secret-named variables and options hidden."""
+    stored = stored_server(server) if isinstance(server, McpServer) else dict(server)
+    stored["url"] = hide_url(stored.get("url"))
+    stored["env"] = hide_settings(stored.get("env") or {})
+    hidden = set(_secret_args(stored.get("command") or ()))
+    stored["command"] = [PLACEHOLDER if a in hidden else a for a in stored.get("command") or ()]
+    return stored
+
+
+def _secret_args(command: Sequence[str]) -> list[str]:
+    """Values of secret-named options in a command: ``--api-key X``, ``--token=X``."""
+    found = []
+    for i, arg in enumerate(command):
+        name, eq, value = arg.partition("=")
+        if not name.startswith("-") or not secret_named(name.replace("-", "_")):
+            continue
+        if eq:
+            found.append(value)
+        elif i + 1 < len(command) and not command[i + 1].startswith("-"):
+            found.append(command[i + 1])
+    return [f for f in found if f and f != PLACEHOLDER]
+
+
 _GROUPS: dict[str, Any] = {
     "agent": AgentSettings,
     "llm": LlmSettings,
@@ -230,6 +408,7 @@ _GROUPS: dict[str, Any] = {
     "user": UserSettings,
     "faults": FaultSettings,
     "executor": ExecutorSettings,
+    "redaction": RedactionSettings,
 }
 
 _FLAT = {  # version 1's field -> (group, field) in version 2

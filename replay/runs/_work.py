@@ -336,6 +336,8 @@ def _plan(
         judge=judge,
         prices={model: (float(p[0]), float(p[1])) for model, p in spec.llm.prices.items()},
         graders=tuple(spec.graders),
+        secrets=tuple(spec.secrets()),
+        redaction=spec.redaction.redaction() if spec.redaction.tool_paths else None,
         limits=spec.agent.limits() if mode.runs_agent else Limits(),
     )
 
