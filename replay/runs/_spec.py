@@ -10,10 +10,10 @@ refuses one from a later version, saying so.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from recorder import PLACEHOLDER, ConfigError, Redaction, Secrets
 
@@ -265,8 +265,8 @@ class RunSpec:
         missing += [f"--set {k}=..." for k, v in self.agent.settings.items() if v == PLACEHOLDER]
         for name, server in self.agent.mcp_servers.items():
             hidden = [k for k, v in server.env.items() if v == PLACEHOLDER]
-            missing += [f"--mcp-env {name}:{k}=..." for k in hidden]
-            if PLACEHOLDER in (server.url or "") or PLACEHOLDER in server.command:
+            missing += [f"--mcp-server {name}=... --mcp-env {name}:{k}=..." for k in hidden]
+            if PLACEHOLDER in (server.url or "") or any(PLACEHOLDER in a for a in server.command):
                 missing.append(f"--mcp-server {name}=...")
         return missing
 
@@ -360,16 +360,23 @@ def secret_named(name: str) -> bool:
 
 
 def hide_url(url: str | None) -> str | None:
-    """A URL as stored: credentials and secret query values replaced by ``[REDACTED]``."""
+    """A URL as stored: credentials and secret query values replaced by ``[REDACTED]``.
+
+    (Again on a URL it gave, it gives the same: a resumed run's URL compares equal.)
+    """
     if not url:
         return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return PLACEHOLDER
-    if "@" in parts.netloc:
-        parts = parts._replace(netloc=f"{PLACEHOLDER}@{parts.netloc.rsplit('@', 1)[1]}")
-    return Redaction().redact_url(urlunsplit(parts))
+    parts = _AUTHORITY.match(url)
+    if parts is None:
+        return Redaction().redact_url(url)
+    head, authority, tail = parts.groups()
+    clean = Redaction().redact_url(head + authority.rpartition("@")[2] + tail)
+    if "@" not in authority:
+        return clean
+    return clean[: len(head)] + f"{PLACEHOLDER}@" + clean[len(head) :]
+
+
+_AUTHORITY = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#]*)(.*)", re.S)
 
 
 def hide_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -382,23 +389,35 @@ def hide_server(server: McpServer | Mapping[str, Any]) -> dict[str, Any]:
     stored = stored_server(server) if isinstance(server, McpServer) else dict(server)
     stored["url"] = hide_url(stored.get("url"))
     stored["env"] = hide_settings(stored.get("env") or {})
-    hidden = set(_secret_args(stored.get("command") or ()))
-    stored["command"] = [PLACEHOLDER if a in hidden else a for a in stored.get("command") or ()]
+    stored["command"] = _hidden_args(list(stored.get("command") or ()))
     return stored
 
 
 def _secret_args(command: Sequence[str]) -> list[str]:
     """Values of secret-named options in a command: ``--api-key X``, ``--token=X``."""
+    return [value for _, value in _secret_options(command) if value != PLACEHOLDER]
+
+
+def _hidden_args(command: list[str]) -> list[str]:
+    """A command with the values of its secret-named options replaced."""
+    for at, _ in _secret_options(command):
+        name, eq, _ = command[at].partition("=")
+        command[at] = f"{name}={PLACEHOLDER}" if eq else PLACEHOLDER
+    return command
+
+
+def _secret_options(command: Sequence[str]) -> list[tuple[int, str]]:
+    """Where each secret-named option's value is (index in ``command``), and the value."""
     found = []
     for i, arg in enumerate(command):
         name, eq, value = arg.partition("=")
-        if not name.startswith("-") or not secret_named(name.replace("-", "_")):
+        if not name.startswith("-") or not secret_named(name):
             continue
         if eq:
-            found.append(value)
+            found.append((i, value))
         elif i + 1 < len(command) and not command[i + 1].startswith("-"):
-            found.append(command[i + 1])
-    return [f for f in found if f and f != PLACEHOLDER]
+            found.append((i + 1, command[i + 1]))
+    return [(i, v) for i, v in found if v]
 
 
 _GROUPS: dict[str, Any] = {

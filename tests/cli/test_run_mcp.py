@@ -66,7 +66,7 @@ def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
     assert stored["spec"]["agent"]["mcp_servers"]["sqlite"] == {
         "command": [SERVER, "--db-path", "{world}"],
         "url": None,
-        "env": {"API_TOKEN": "hunter2-secret", "LANG": "C"},
+        "env": {"API_TOKEN": "[REDACTED]", "LANG": "C"},  # never on disk
         "timeout": 60.0,
     }
     code, out, _ = replay("report", "live", "--store", store, "--json")
@@ -79,9 +79,12 @@ def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
     }
     assert "hunter2" not in out
 
-    # A run stopped before its trials: --resume runs them from the stored spec alone.
+    # A run stopped before its trials: --resume runs them from the stored spec and the
+    # secret given again.
     Store(store).start_run("later", {**stored["spec"], "name": "later"}, stored["pins"])
     code, _, err = replay("run", "--run", "later", "--resume", "--store", store)
+    assert code == 2 and "--mcp-env sqlite:API_TOKEN=..." in err
+    code, _, err = replay("run", "--run", "later", "--resume", "--store", store, *server, *secret)
     assert code == 0, err
     assert _verdicts(store, "later") == ["pass"] * 3
 
@@ -134,7 +137,6 @@ def test_a_url_server_is_stored_as_a_url_with_its_secrets_hidden_from_the_pins(
     assert _verdicts(store, "r") == ["fail"]  # nothing done: the idle agent asks no server
     stored = Store(store).run("r")
     assert stored is not None
-    assert stored["spec"]["agent"]["mcp_servers"]["remote"]["url"] == url
-    assert stored["pins"]["mcp_servers"] == {
-        "remote": {"url": "https://[REDACTED]@mcp.example/mcp?token=[REDACTED]"}
-    }
+    hidden = "https://[REDACTED]@mcp.example/mcp?token=[REDACTED]"
+    assert stored["spec"]["agent"]["mcp_servers"]["remote"]["url"] == hidden  # never on disk
+    assert stored["pins"]["mcp_servers"] == {"remote": {"url": hidden}}

@@ -83,7 +83,7 @@ def test_a_flat_spec_from_before_versions_is_read_into_its_groups() -> None:
 def test_a_stored_spec_reads_back_as_it_was() -> None:
     spec = RunSpec.from_stored(FLAT)
     assert RunSpec.from_stored(spec.to_stored()) == spec
-    assert spec.to_stored()["version"] == SPEC_VERSION == 4
+    assert spec.to_stored()["version"] == SPEC_VERSION == 5
 
 
 SERVERS = {
