@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 # Bump FORMAT_VERSION on any change to these models: records forbid unknown
 # fields, so even a new optional field makes older readers refuse a newer
@@ -123,9 +123,15 @@ class HttpRequest(_Record):
 
     method: str
     url: str
+    """Credentials removed (before version 5 they were ``[REDACTED]@``: removed on reading)."""
     headers: list[tuple[str, str]]
     """Header (name, value) pairs in order; names lower-case."""
     body: bytes = b""
+
+    @field_validator("url")
+    @classmethod
+    def _no_userinfo(cls, url: str) -> str:
+        return url.replace("://[REDACTED]@", "://", 1)
 
 
 class HttpResponse(_Record):

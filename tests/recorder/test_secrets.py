@@ -23,6 +23,7 @@ from recorder import (
     PLACEHOLDER,
     ConfigError,
     HttpEvent,
+    HttpRequest,
     Redaction,
     ToolEvent,
     llm_call,
@@ -204,3 +205,9 @@ def test_tool_paths_redact_args_and_results_and_the_value_is_scrubbed_elsewhere(
 def test_a_bad_tool_path_is_a_config_error(path: str) -> None:
     with pytest.raises(ConfigError, match="path"):
         Redaction(tool_paths=(path,))
+
+
+def test_a_url_recorded_with_its_credentials_as_a_placeholder_reads_as_a_url() -> None:
+    # Before format 5 credentials became "[REDACTED]@", which urlsplit refuses.
+    request = HttpRequest(method="POST", url=f"http://{PLACEHOLDER}@127.0.0.1:9/v1/x", headers=[])
+    assert request.url == "http://127.0.0.1:9/v1/x"
