@@ -41,8 +41,11 @@ $(NODE_EXAMPLE): examples/node/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix examples/node --no-audit --no-fund --silent; \
 	else echo "npm not found: tests of the Node agent will skip"; fi
 
+# Test processes (pytest-xdist); TEST_JOBS=0 runs the suite in one process.
+TEST_JOBS ?= 2
+
 test: $(VENV)/.dev lint $(NODE_EXAMPLE)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_JOBS)
 	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
 	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools
 

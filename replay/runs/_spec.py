@@ -395,29 +395,28 @@ def hide_server(server: McpServer | Mapping[str, Any]) -> dict[str, Any]:
 
 def _secret_args(command: Sequence[str]) -> list[str]:
     """Values of secret-named options in a command: ``--api-key X``, ``--token=X``."""
-    return [value for _, value in _secret_options(command) if value != PLACEHOLDER]
+    return [value for _, value, _ in _secret_options(command) if value != PLACEHOLDER]
 
 
 def _hidden_args(command: list[str]) -> list[str]:
     """A command with the values of its secret-named options replaced."""
-    for at, _ in _secret_options(command):
-        name, eq, _ = command[at].partition("=")
-        command[at] = f"{name}={PLACEHOLDER}" if eq else PLACEHOLDER
+    for at, _, inline in _secret_options(command):
+        command[at] = f"{command[at].partition('=')[0]}={PLACEHOLDER}" if inline else PLACEHOLDER
     return command
 
 
-def _secret_options(command: Sequence[str]) -> list[tuple[int, str]]:
-    """Where each secret-named option's value is (index in ``command``), and the value."""
+def _secret_options(command: Sequence[str]) -> list[tuple[int, str, bool]]:
+    """Each secret-named option's value: where it is, the value, and whether inline (``=``)."""
     found = []
     for i, arg in enumerate(command):
         name, eq, value = arg.partition("=")
         if not name.startswith("-") or not secret_named(name):
             continue
-        if eq:
-            found.append((i, value))
-        elif i + 1 < len(command) and not command[i + 1].startswith("-"):
-            found.append((i + 1, command[i + 1]))
-    return [(i, v) for i, v in found if v]
+        if eq and value:
+            found.append((i, value, True))
+        elif not eq and i + 1 < len(command) and not command[i + 1].startswith("-"):
+            found.append((i + 1, command[i + 1], False))
+    return found
 
 
 _GROUPS: dict[str, Any] = {
