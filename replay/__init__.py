@@ -50,7 +50,7 @@ if _typing.TYPE_CHECKING:
     from .modes._command import AgentCommand
     from .results._calibration import JudgeAgreement, judge_agreement
     from .results._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
-    from .results._gate import GateResult, Thresholds, gate, write_junit
+    from .results._gate import GateCheck, GateResult, Thresholds, gate, write_junit
     from .results._health import HealthFlag, graduate, suite_health
     from .results._metrics import (
         CaseCounts,
@@ -97,6 +97,7 @@ _EXPORTS = {
     "McpServer": ".channels._mcp_proxy",
     "AgentCommand": ".modes._command",
     "Fixture": ".worlds._world",
+    "GateCheck": ".results._gate",
     "GateResult": ".results._gate",
     "HealthFlag": ".results._health",
     "Promoted": ".cases._promote",
@@ -183,6 +184,7 @@ __all__ = [
     "ExitCode",
     "FaultSettings",
     "Fixture",
+    "GateCheck",
     "GateResult",
     "HealthFlag",
     "JudgeAgreement",

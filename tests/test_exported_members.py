@@ -140,6 +140,7 @@ REPLAY = [
     "CassetteDiff",
     "Divergence",
     "ExitCode",
+    "GateCheck",
     "GateResult",
     "HealthFlag",
     "Promoted",

@@ -66,8 +66,8 @@ def gate_command(
         min_pass1, _k_value(min_pass_k), max_drop, critical_tag, max_unsupported
     )
     result = gate(Store(store, create=False), baseline, candidate, thresholds, vary=vary)
-    for ok, text in result.checks:
-        click.echo(f"{'ok  ' if ok else 'FAIL'} {text}")
+    for check in result.checks:
+        click.echo(f"{'ok  ' if check.holds else 'FAIL'} {check.text}")
     for note in result.notes:
         click.echo(f"     {note}")
     if junit is not None:

@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from recorder import ConfigError
 
@@ -33,12 +33,22 @@ class Thresholds:
     """Largest allowed share of unsupported and error trials in the candidate."""
 
 
+class GateCheck(NamedTuple):
+    """One threshold of the gate."""
+
+    holds: bool
+    text: str
+    """What was compared, with the candidate's value: ``suite pass^1 0.750 >= 0.9``."""
+    name: str
+    """The check without the candidate's value, the same from run to run (a JUnit testcase)."""
+
+
 @dataclass(frozen=True)
 class GateResult:
     """The gate's verdict with its reasons."""
 
     holds: bool
-    checks: list[tuple[bool, str]]
+    checks: list[GateCheck]
     """Each threshold: whether it held, and what was compared."""
     notes: list[str] = field(default_factory=list)
     changes: list[CaseChange] = field(default_factory=list)
@@ -90,23 +100,32 @@ def gate(
         )
     base, cand = build_report(store, baseline), build_report(store, candidate)
     changes = diff_runs(store, baseline, candidate)
-    checks: list[tuple[bool, str]] = []
+    checks: list[GateCheck] = []
     pass1 = cand.suite.pass_hat.get(1)
     if thresholds.min_pass1 is not None:
         ok = pass1 is not None and pass1 >= thresholds.min_pass1
-        checks.append((ok, f"suite pass^1 {_num(pass1)} >= {thresholds.min_pass1}"))
+        text = f"suite pass^1 {_num(pass1)} >= {thresholds.min_pass1}"
+        checks.append(GateCheck(ok, text, f"suite pass^1 >= {thresholds.min_pass1}"))
     if thresholds.min_pass_k is not None:
         k, minimum = thresholds.min_pass_k
         value = cand.suite.pass_hat.get(k)
         checks.append(
-            (value is not None and value >= minimum, f"suite pass^{k} {_num(value)} >= {minimum}")
+            GateCheck(
+                value is not None and value >= minimum,
+                f"suite pass^{k} {_num(value)} >= {minimum}",
+                f"suite pass^{k} >= {minimum}",
+            )
         )
     if thresholds.max_drop is not None:
         before = base.suite.pass_hat.get(1)
         drop = None if before is None or pass1 is None else before - pass1
         ok = drop is not None and drop <= thresholds.max_drop
         checks.append(
-            (ok, f"pass^1 drop {_num(drop)} (from {_num(before)}) <= {thresholds.max_drop}")
+            GateCheck(
+                ok,
+                f"pass^1 drop {_num(drop)} (from {_num(before)}) <= {thresholds.max_drop}",
+                f"pass^1 drop <= {thresholds.max_drop}",
+            )
         )
     critical = {
         c.case_id
@@ -114,26 +133,23 @@ def gate(
         if thresholds.critical_tag in _tags(store, candidate, c.case_id)
     }
     fallen = [c.case_id for c in changes if c.newly_failing and c.case_id in critical]
-    checks.append(
-        (
-            not fallen,
-            f"no {thresholds.critical_tag} case newly fails"
-            + (f" (newly failing: {', '.join(fallen)})" if fallen else ""),
-        )
-    )
+    name = f"no {thresholds.critical_tag} case newly fails"
+    shown = name + (f" (newly failing: {', '.join(fallen)})" if fallen else "")
+    checks.append(GateCheck(not fallen, shown, name))
     if thresholds.max_unsupported is not None:
         totals = cand.suite.totals
         trials = sum(totals.values())
         share = (totals.get("unsupported", 0) + totals.get("error", 0)) / trials if trials else 0.0
         checks.append(
-            (
+            GateCheck(
                 share <= thresholds.max_unsupported,
                 f"unsupported + error share {share:.3f} <= {thresholds.max_unsupported}",
+                f"unsupported + error share <= {thresholds.max_unsupported}",
             )
         )
     dropped = [c.case_id for c in changes if (c.change or 0) < 0]
     notes = [f"cases that dropped: {', '.join(dropped)}"] if dropped else []
-    return GateResult(all(ok for ok, _ in checks), checks, notes, changes)
+    return GateResult(all(c.holds for c in checks), checks, notes, changes)
 
 
 def _tags(store: Store, run: str, case_id: str) -> list[str]:
@@ -148,28 +164,35 @@ def _num(value: float | None) -> str:
 
 
 def write_junit(result: GateResult, path: Path, candidate: str) -> None:
-    """Write JUnit XML: one testcase per case (failing when it newly fails or dropped)."""
-    failures = [
-        c for c in result.changes if c.newly_failing or (c.significant and (c.change or 0) < 0)
-    ]
-    suite = ET.Element(
-        "testsuite",
-        name=f"replay gate {candidate}",
-        tests=str(len(result.changes)),
-        failures=str(len(failures)),
-    )
+    """Write JUnit XML: one testcase per case and one per threshold, counts that match.
+
+    A case fails when it newly fails or its pass rate dropped significantly;
+    a threshold fails when it does not hold. The cases are ``classname`` ``replay.cases``,
+    the thresholds ``replay.gate`` (named without the candidate's values, so a CI
+    system follows each from run to run).
+    """
+    cases: list[tuple[str, str, tuple[str, str] | None]] = []
     for change in result.changes:
-        case = ET.SubElement(suite, "testcase", classname="replay", name=change.case_id)
-        if change in failures:
+        failed = None
+        if change.newly_failing or (change.significant and (change.change or 0) < 0):
             why = "newly failing" if change.newly_failing else "pass rate dropped"
-            failure = ET.SubElement(case, "failure", message=f"{change.case_id}: {why}")
-            failure.text = (
+            failed = (
+                f"{change.case_id}: {why}",
                 f"pass^1 {_num(change.pass1_a)} -> {_num(change.pass1_b)}; "
-                f"read: replay show {change.failing_cassette}"
+                f"read: replay show {change.failing_cassette}",
             )
-    gate_case = ET.SubElement(suite, "testcase", classname="replay", name="gate thresholds")
-    for ok, text in result.checks:
-        if not ok:
-            ET.SubElement(gate_case, "failure", message=text)
+        cases.append(("replay.cases", change.case_id, failed))
+    for check in result.checks:
+        cases.append(("replay.gate", check.name, None if check.holds else (check.text, check.text)))
+    failures = sum(1 for *_, failed in cases if failed is not None)
+    counts = {"tests": str(len(cases)), "failures": str(failures), "errors": "0", "skipped": "0"}
+    name = f"replay gate {candidate}"
+    root = ET.Element("testsuites", {"name": name, **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": name, **counts})
+    for classname, case_name, failed in cases:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=case_name)
+        if failed is not None:
+            message, text = failed
+            ET.SubElement(case, "failure", message=message).text = text
     path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,14 +86,33 @@ def test_a_flakier_candidate_fails_the_gate_naming_the_case(store: str, tmp_path
     assert "FAIL no critical case newly fails (newly failing: refund-4812)" in out
     assert "cases that dropped: refund-4812" in out
     assert out.strip().endswith("gate does not hold: flaky against base")
-    suite = ET.parse(junit).getroot()
-    (case,) = [c for c in suite.iter("testcase") if c.get("name") == "refund-4812"]
-    assert case.find("failure") is not None
+    cases = {c.name: c for c in _testcases(junit)}
+    assert set(cases) == {
+        "refund-4812",
+        "suite pass^1 >= 0.9",
+        "pass^1 drop <= 0.05",
+        "no critical case newly fails",
+    }
+    assert all(not case.is_passed for case in cases.values())
 
 
-def test_two_equal_runs_pass_the_gate(store: str) -> None:
+def _testcases(path: Path) -> list[Any]:
+    """The testcases as a JUnit-reading library sees them, counts checked as CI reads them."""
+    junitparser = pytest.importorskip("junitparser", reason="the dev extra installs junitparser")
+    xml = junitparser.JUnitXml.fromfile(str(path))
+    suites = list(xml)
+    for holder, cases in [(xml, [c for s in suites for c in s]), *((s, list(s)) for s in suites)]:
+        failing = [c for c in cases if not c.is_passed]
+        assert (holder.tests, holder.failures, holder.errors) == (len(cases), len(failing), 0)
+    return [c for s in suites for c in s]
+
+
+def test_two_equal_runs_pass_the_gate(store: str, tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
     code, out, _ = replay(
         "gate",
+        "--junit",
+        str(junit),
         "--baseline",
         "base",
         "--candidate",
@@ -112,6 +131,8 @@ def test_two_equal_runs_pass_the_gate(store: str) -> None:
     assert code == 0, out
     assert "ok   suite pass^8 1.000 >= 1.0" in out
     assert out.strip().endswith("gate holds: same against base")
+    cases = _testcases(junit)
+    assert len(cases) == 6 and all(case.is_passed for case in cases)  # the case, 5 thresholds
 
 
 def test_runs_on_different_fixtures_are_refused_naming_the_pin(store: str) -> None:
