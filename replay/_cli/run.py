@@ -505,7 +505,15 @@ def run(
         def tick(what: str | None, done: int, total: int) -> None:
             progress.update(task, completed=done, total=total, description=what or f"run {name}")
 
-        execute(spec, results, resume=resume, on_trial=tick)
+        try:
+            execute(spec, results, resume=resume, on_trial=tick)
+        except KeyboardInterrupt:  # the trials finished are stored: say how to go on
+            click.echo(
+                f"interrupted: the trials finished are stored; go on with "
+                f"`replay run --resume --run {name} --store {results.path}`",
+                err=True,
+            )
+            raise SystemExit(130) from None
     click.echo(f"run {name}: stored in {results.path}; see `replay report {name}`")
 
 

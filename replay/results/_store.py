@@ -260,7 +260,8 @@ class Store:
         """Record a new run; refuses a name already used (resume it instead)."""
         if self.run(name) is not None:
             raise ConfigError(
-                f"run {name!r} exists in {self.path}; use --resume {name} or a new name"
+                f"run {name!r} exists in {self.path}: finish it with "
+                f"`replay run --resume --run {name} --store {self.path}`, or name a new --run"
             )
         self.db["runs"].insert(  # type: ignore[union-attr]
             {"name": name, "spec": json.dumps(spec), "pins": json.dumps(pins), "started": _now()}

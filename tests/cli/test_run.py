@@ -163,6 +163,30 @@ def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
     assert Store(store).run("killed")["finished"]  # type: ignore[index]
 
 
+def test_ctrl_c_says_how_to_resume_and_the_hint_for_a_used_name_works(store: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    binary = str(Path(sys.executable).with_name("replay"))
+    with StubLLM(refund_policy()) as llm:
+        url = ["--llm-url", llm.openai_base_url]
+        args = [binary, "run", CASE, "--run", "stopped", "-k", "20", "--store", store, *url]
+        with subprocess.Popen(
+            [*args, *AGENT], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        ) as proc:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and stored_trials(store) < 2:
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130
+        hint = f"`replay run --resume --run stopped --store {Path(store).resolve()}`"
+        assert err.decode().strip().splitlines()[-1].endswith(hint)
+        code, _, err = replay("run", CASE, "--run", "stopped", "--store", store, *url, *AGENT)
+        assert code == 2 and hint in err
+        code, _, err = replay(*hint.strip("`").split()[1:])  # the hint, as given
+        assert code == 0, err
+    assert sorted(t["idx"] for t in Store(store).trials("stopped")) == list(range(20))
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
