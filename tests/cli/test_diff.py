@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from examples.shop import agent, make_tools, refund_policy
 from replay import load_case, sandbox
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
@@ -90,3 +92,24 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
     assert "newly failing: refund-4812  read: replay show " in out
     code, _, err = replay("diff", "stable", "nope", "--store", store)
     assert code == 2 and "no run 'nope'" in err
+
+
+def test_off_a_terminal_ids_are_never_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    long_id = "reserve-widgets-for-alice-before-the-spring-sale-" + "x" * 40
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    (folder / "fixture.sql").write_text((REPO / "examples" / "shop" / "fixture.sql").read_text())
+    text = CASE_PATH.read_text().replace("../fixture.sql", "fixture.sql")
+    case = folder / "long.yaml"
+    case.write_text(text.replace(f"id: {CASE.id}", f"id: {long_id}"))
+    store = str(tmp_path / "r.db")
+    for name in ("a", "b"):
+        with StubLLM(refund_policy()) as llm:
+            url = ["--llm-url", llm.openai_base_url, "--isolation", "none"]
+            code, _, err = replay("run", str(case), "--run", name, "--store", store, *AGENT, *url)
+            assert code == 0, err
+    for args in (["report", "a"], ["diff", "a", "b"]):
+        code, out, err = replay(*args, "--store", store)
+        assert code == 0, err
+        assert long_id in out and "…" not in out, out
