@@ -26,6 +26,7 @@ from . import (
     promote,
     report,
     run,
+    runs,
     show,
     stub_llm,
 )
@@ -53,6 +54,7 @@ for command in (
     show.show,
     grade.grade,
     run.run,
+    runs.runs,
     report.report,
     diff.diff,
     gate.gate_command,

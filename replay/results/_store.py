@@ -280,6 +280,47 @@ class Store:
         """Names of every run, oldest first."""
         return [r["name"] for r in self.db["runs"].rows_where(order_by="started")]
 
+    def run_summaries(self) -> list[dict[str, Any]]:
+        """Every run, oldest first: name, mode, started, finished, and its trials by verdict."""
+        counts: dict[str, dict[str, int]] = {}
+        for run, verdict, n in self.db.conn.execute(
+            "SELECT run, verdict, COUNT(*) FROM trials GROUP BY run, verdict"
+        ):
+            counts.setdefault(run, {})[verdict] = n
+        out = []
+        for row in self.db["runs"].rows_where(order_by="started"):
+            pins = json.loads(row["pins"] or "{}")
+            verdicts = counts.get(row["name"], {})
+            out.append(
+                {
+                    "name": row["name"],
+                    "mode": pins.get("mode"),
+                    "started": row["started"],
+                    "finished": row["finished"],
+                    "trials": sum(verdicts.values()),
+                    "verdicts": dict(sorted(verdicts.items())),
+                }
+            )
+        return out
+
+    def delete_run(self, name: str) -> int:
+        """Remove a run with its trials, grades and labels; returns the trials removed.
+
+        Its cassettes stay where they are (the trials' ``cassette`` paths).
+
+        Raises:
+            ConfigError: There is no such run.
+        """
+        if self.run(name) is None:
+            raise ConfigError(f"no run {name!r} in {self.path}")
+        conn = self.db.conn
+        with conn:
+            removed = conn.execute("DELETE FROM trials WHERE run = ?", (name,)).rowcount
+            conn.execute("DELETE FROM grades WHERE run = ?", (name,))
+            conn.execute("DELETE FROM labels WHERE run = ?", (name,))
+            conn.execute("DELETE FROM runs WHERE name = ?", (name,))
+        return int(removed)
+
     def finished_trials(self, name: str) -> set[tuple[str, int]]:
         """(case id, trial index) of the trials already stored for a run."""
         return {(r["case_id"], r["idx"]) for r in self.db["trials"].rows_where("run = ?", [name])}
