@@ -87,9 +87,33 @@ def _equal(a: Any, b: Any, settings: MatchReference, path: str) -> bool:
         if len(a) != len(b):
             return False
         if path in settings.multisets:
-            a, b = _sorted(a), _sorted(b)
+            return _same_multiset(a, b, settings, path)
         return all(_equal(x, y, settings, path) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def _same_multiset(a: list[Any], b: list[Any], settings: MatchReference, path: str) -> bool:
+    """Whether each item of ``a`` pairs with its own item of ``b`` (within tolerance).
+
+    Sorted by their JSON first (most lists pair off in that order); else a
+    matching over every pair, so two items a tolerance apart still pair.
+    """
+    a, b = _sorted(a), _sorted(b)
+    if all(_equal(x, y, settings, path) for x, y in zip(a, b, strict=True)):
+        return True
+    fits = [[j for j, y in enumerate(b) if _equal(x, y, settings, path)] for x in a]
+    partner: dict[int, int] = {}  # item of b -> the item of a it is paired with
+
+    def pair(i: int, seen: set[int]) -> bool:  # an augmenting path from item i of a
+        for j in fits[i]:
+            if j not in seen:
+                seen.add(j)
+                if j not in partner or pair(partner[j], seen):
+                    partner[j] = i
+                    return True
+        return False
+
+    return all(pair(i, set()) for i in range(len(a)))
 
 
 def _sorted(items: list[Any]) -> list[Any]:

@@ -184,3 +184,50 @@ def test_deleted_fields_and_enums_are_written_back(fixture: Fixture) -> None:
     del plain.reservations["R1"]["passengers"]
     plain.flush()
     assert Documents(world.conn).dump()["reservations"]["R1"]["passengers"] is None
+
+
+def test_multisets_pair_items_within_the_tolerance(fixture: Fixture, tmp_path: Path) -> None:
+    """Items sorted by their exact JSON pair off wrongly when a number is a tolerance off."""
+    case_file = tmp_path / "case.yaml"
+    case_file.write_text(
+        yaml.safe_dump(
+            {
+                "id": "passengers",
+                "instruction": "Set R2's passengers.",
+                "fixture": str(tmp_path / "state.json"),
+                "assert": ["no_side_effects"],
+                "allowed_tables": ["reservations"],
+                "reference_solution": [
+                    {
+                        "tool": "seat",
+                        "args": {
+                            "passengers": [{"fare": 3.3, "n": "b"}, {"fare": 3 * 1.1, "n": "a"}]
+                        },
+                    }
+                ],
+                "match_reference": {"multisets": ["reservations.passengers"], "tolerance": 1e-6},
+            }
+        )
+    )
+
+    def tools(conn: Any) -> list[Any]:
+        docs = Documents(conn)
+
+        @tool(writes=True)
+        def seat(passengers: list[dict[str, Any]]) -> str:
+            docs.reservations["R2"]["passengers"] = passengers
+            docs.flush()
+            return "seated"
+
+        return [seat]
+
+    def agent(instruction: str, env: Environment) -> str:
+        env.call_tool(
+            "seat", {"passengers": [{"fare": 3 * 1.1, "n": "b"}, {"fare": 3.3, "n": "a"}]}
+        )
+        return "done"
+
+    trial = sandbox(
+        load_case(case_file), agent, tools, tmp_path / "t", llm_base_url="http://127.0.0.1:9/v1"
+    )
+    assert trial.outcome.verdict is Verdict.PASS, trial.outcome.evidence
