@@ -227,7 +227,7 @@ class Recording:
             trial=trial,
             pins=self._pins,
             fixture_hash=fixture_hash,
-            fixture_source=fixture_source,
+            fixture_source=fixture_source or (_database_file(world) if world else None),
             redaction=RedactionSpec(**self.redaction.spec()),
             ignore_hosts=list(self.ignore_hosts.entries),
             started_at=wall_clock().isoformat(),
@@ -619,6 +619,17 @@ def _described(event: Event) -> str:
     if isinstance(event, HttpEvent):
         return f"http {event.request.method} {event.request.url}"
     return f"a {event.kind} event"
+
+
+def _database_file(conn: sqlite3.Connection) -> str | None:
+    """The file of a connection's main database (None in memory, or when it cannot say)."""
+    try:
+        for _, name, file in conn.execute("PRAGMA database_list").fetchall():
+            if name == "main":
+                return str(file) or None
+    except sqlite3.Error:
+        return None
+    return None
 
 
 def _shared(secrets: Secrets | Iterable[str], source: Playback | None) -> Secrets:

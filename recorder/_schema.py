@@ -95,7 +95,9 @@ class Header(_Record):
     fixture_hash: str | None = None
     """Hash of the starting world (same as pins.fixture_hash)."""
     fixture_source: str | None = None
-    """Where the starting world came from (a path), so the case can be rebuilt."""
+    """Where the starting world came from (a path), so the case can be rebuilt: the
+    fixture file, or the database file of a world recorded live (its state at the start
+    is that file's with the recorded changes undone: ``replay promote`` does so)."""
     redaction: RedactionSpec = Field(default_factory=lambda: RedactionSpec())
     """What was redacted while recording; playback redacts the same to match."""
     ignore_hosts: list[str] | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,13 @@ from recorder import (
     Cassette,
     ConfigError,
     HttpEvent,
+    ToolEvent,
+    WarningEvent,
+    WorldDelta,
     llm_call,
+    net_delta,
     read_cassette,
+    world_hash,
     write_cassette,
 )
 
@@ -95,8 +101,10 @@ def promote(
         Path(cassette.header.fixture_source) if cassette.header.fixture_source else None
     )
     if source_fixture is None or not source_fixture.exists():
+        where = f"its world {source_fixture} is not here" if source_fixture else "no world"
         raise ConfigError(
-            f"{cassette_path}: the recorded fixture {source_fixture} is not here; pass --fixture"
+            f"{cassette_path}: {where} (recorded with record(..., world=conn) on a file?); "
+            "pass --fixture"
         )
     text = instruction or instruction_of(cassette)
     if not text:
@@ -106,6 +114,8 @@ def promote(
     out.mkdir(parents=True, exist_ok=True)
     fixture_copy = out / f"{case_id}.fixture{source_fixture.suffix}"
     shutil.copyfile(source_fixture, fixture_copy)
+    if fixture is None and _is_database(fixture_copy):
+        _undo_if_changed(fixture_copy, cassette, cassette_path)
     frozen = out / "cassettes" / f"{case_id}.cassette"
     header = cassette.header.model_copy(update={"case_id": case_id})
     write_cassette(frozen, header, cassette.events, cassette.footer, overwrite=True)
@@ -120,6 +130,75 @@ def promote(
         encoding="utf-8",
     )
     return Promoted(case_path, fixture_copy, frozen)
+
+
+def _is_database(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(16) == b"SQLite format 3\x00"
+
+
+def _undo_if_changed(copy: Path, cassette: Cassette, cassette_path: Path) -> None:
+    """Bring a live world's file back to its state when the recording started.
+
+    A world recorded live (``record(..., world=conn)``) names its database
+    file, which holds the state after the session: the recorded changes are
+    undone on the copy, and the result must hash as the recording's starting
+    world did.
+
+    Raises:
+        ConfigError: The file changed otherwise since (the hashes differ).
+    """
+    wanted = cassette.header.fixture_hash
+    conn = sqlite3.connect(copy)
+    try:
+        if wanted is None or world_hash(conn) == wanted:
+            return
+        deltas = [
+            e.delta for e in cassette.events if isinstance(e, ToolEvent | WarningEvent) and e.delta
+        ]
+        with conn:
+            _undo(conn, net_delta(deltas))
+        if world_hash(conn) != wanted:
+            copy.unlink()
+            raise ConfigError(
+                f"{cassette_path}: its world changed since the recording (undoing the recorded "
+                "changes does not give the world it started from); pass --fixture"
+            )
+    except sqlite3.Error as exc:
+        copy.unlink(missing_ok=True)
+        raise ConfigError(f"{cassette_path}: cannot undo its changes on {copy}: {exc}") from None
+    finally:
+        conn.close()
+
+
+def _undo(conn: sqlite3.Connection, delta: WorldDelta) -> None:
+    """Undo a net delta: inserted rows deleted, deleted rows inserted, updates reverted."""
+    for table, changes in delta.items():
+        info = conn.execute(f"PRAGMA table_info({_quoted(table)})").fetchall()
+        pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
+        where = " AND ".join(f"{_quoted(c)} IS ?" for c in pk)
+        for change in changes:
+            if change.before is None:  # inserted
+                conn.execute(f"DELETE FROM {_quoted(table)} WHERE {where}", change.key)
+            elif change.after is None:  # deleted
+                row = dict(change.before)
+                if pk == ["rowid"]:
+                    row["rowid"] = change.key[0]
+                cols = ", ".join(_quoted(c) for c in row)
+                marks = ", ".join("?" for _ in row)
+                conn.execute(
+                    f"INSERT INTO {_quoted(table)} ({cols}) VALUES ({marks})", tuple(row.values())
+                )
+            else:
+                sets = ", ".join(f"{_quoted(c)} = ?" for c in change.before)
+                conn.execute(
+                    f"UPDATE {_quoted(table)} SET {sets} WHERE {where}",
+                    (*change.before.values(), *change.key),
+                )
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _case_yaml(

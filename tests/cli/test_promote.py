@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
-from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
-from recorder import read_cassette
+from examples.shop import (
+    INSTRUCTION,
+    agent,
+    make_tools,
+    naive_refund_policy,
+    refund_policy,
+    run_agent,
+)
+from recorder import read_cassette, record, world_hash
 from replay import load_case, offline, review, sandbox
 from replay.graders import Verdict
 from replay.stub_llm import ScriptedPolicy, StubLLM
-from tests.helpers import REPO, replay
+from tests.helpers import REPO, replay, shop_world
 
 CASE = load_case(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
 
@@ -75,3 +83,30 @@ def test_promote_refuses_a_bad_expectation_in_one_line(tmp_path: Path) -> None:
         "refunds.count( == 1",
     )
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_a_session_recorded_with_record_on_a_live_database_is_promoted(tmp_path: Path) -> None:
+    """The README's ``record()``: the world is the live file; promote undoes the session on it."""
+
+    conn = shop_world(tmp_path)  # a live database file, changed by the session
+    started = world_hash(conn)
+    incident = tmp_path / "incident.cassette"
+    with StubLLM(refund_policy()) as llm, record(incident, world=conn, case_id="refund") as rec:
+        rec.answer(run_agent(INSTRUCTION, make_tools(conn), base_url=llm.openai_base_url))
+    conn.commit()
+    assert world_hash(conn) != started
+    out = tmp_path / "regression"
+    args = ["promote", str(incident), "--id", "refund-again", "--out", str(out)]
+    code, _, err = replay(*args, "--expect", 'orders[4812].status == "refunded"')
+    assert code == 0, err
+    case = load_case(out / "refund-again.yaml")
+    copy = out / "refund-again.fixture.db"
+    assert case.fixture.samefile(copy)
+    assert world_hash(sqlite3.connect(copy)) == started  # the world as the session found it
+    assert review(case, out / "cassettes" / "refund-again.cassette").outcome.verdict is Verdict.PASS
+
+    # Changed otherwise since: no guess, a one-line error.
+    conn.execute("UPDATE customers SET name = name || '!'")
+    conn.commit()
+    code, _, err = replay(*args, "--expect", 'orders[4812].status == "refunded"')
+    assert code == 2 and "changed since the recording" in err and err.count("\n") == 1
