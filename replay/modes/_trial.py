@@ -140,6 +140,8 @@ def run_agent(
     case, faults, agent = plan.case, plan.faults, plan.needs_agent()
     guards = guards if guards is not None else Guards(plan.limits)
     user = {"mode": plan.mode, **(faults.pins() if faults is not None else {})}
+    if plan.recorded is not None:  # which recording this trial replays or answers from
+        user["recorded"] = str(plan.recorded.path)
     rec: Recording | None = None
     try:
         with record(

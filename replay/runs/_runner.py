@@ -53,13 +53,21 @@ def _check_graders(spec: RunSpec, cases: list[Case]) -> None:
             )
 
 
-def recorded_cassettes(directory: Path) -> dict[str, list[Path]]:
-    """The cassettes in ``directory`` by the case id in their header, each list sorted."""
+def recorded_cassettes(
+    directory: Path, damaged: dict[Path, str] | None = None
+) -> dict[str, list[Path]]:
+    """The cassettes in ``directory`` by the case id in their header, each list sorted.
+
+    A file whose header cannot be read belongs to no case; it is kept in ``damaged``
+    (path -> why), for the error of a case left without a cassette to name.
+    """
     found: dict[str, list[Path]] = {}
     for path in sorted(directory.glob("*.cassette")):
         try:
             header = read_header(path)  # (the events are read by the trial that uses them)
-        except Exception:  # a foreign or damaged file in the folder belongs to no case
+        except Exception as exc:  # a foreign or damaged file in the folder belongs to no case
+            if damaged is not None:
+                damaged[path] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             continue
         if header.pins.user.get("role") == "judge":  # a judge's calls, not a trial
             continue
@@ -329,12 +337,17 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
             "(or --llm-url), or --user frozen with --cassettes"
         )
     jobs = []
-    by_case = recorded_cassettes(Path(spec.cassettes)) if spec.cassettes else {}
+    damaged: dict[Path, str] = {}
+    by_case = recorded_cassettes(Path(spec.cassettes), damaged) if spec.cassettes else {}
     for case in cases:
         needs = mode.needs_recorded(llm, spec.user.source == "frozen" and case in talking)
         recorded = by_case.get(case.id, []) if needs else []
         if needs and not recorded:
-            raise ConfigError(f"no cassette for case {case.id!r} in {spec.cassettes}")
+            unread = "; ".join(f"{p.name}: {why}" for p, why in damaged.items())
+            raise ConfigError(
+                f"no cassette for case {case.id!r} in {spec.cassettes}"
+                + (f" (unreadable, skipped: {unread})" if unread else "")
+            )
         count = len(recorded) if mode.per_recording else spec.trials
         jobs += [
             Job(case, i, recorded[i % len(recorded)] if recorded else None) for i in range(count)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from examples.shop import refund_policy
+from recorder import read_cassette
 from replay import Store
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
@@ -98,9 +99,24 @@ def test_review_and_offline_runs_from_recorded_cassettes(store: str, tmp_path: P
     )
     assert code == 0
     assert [t["verdict"] for t in Store(store).trials("off")] == ["pass"] * 3
+    trials = Store(store).trials("off")
+    sources = {read_cassette(t["cassette"]).header.pins.user["recorded"] for t in trials}
+    assert sources == {str(p) for p in Path(recorded).glob("*.cassette")}  # which one each replayed
     cassette = Store(store).trials("record")[0]["cassette"]
     code, out, _ = replay("grade", cassette, "--case", CASE)
     assert code == 0 and out.startswith("refund-4812: pass")
+
+
+def test_a_damaged_cassette_is_named_when_a_case_has_none_left(store: str, tmp_path: Path) -> None:
+    folder = tmp_path / "recorded"
+    folder.mkdir()
+    (folder / "refund-4812-0.cassette").write_bytes(b"not a cassette at all")
+    code, _, err = replay(
+        "run", CASE, "--run", "r", "--mode", "review", "--cassettes", str(folder), "--store", store
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert "no cassette for case 'refund-4812'" in err
+    assert "(unreadable, skipped: refund-4812-0.cassette: " in err
 
 
 @pytest.mark.parametrize(
