@@ -185,6 +185,8 @@ def run_agent(
                     env.user.close()
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
+            else:
+                rec.warn("the agent returned None: its answer is the last LLM reply, if any")
     except KeyboardInterrupt:
         raise
     except RecordingFailed:  # the harness's failure, not the agent's: the trial is an error

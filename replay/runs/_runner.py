@@ -10,6 +10,7 @@ and resubmits what a crashed worker lost. A trial that raises is an
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import queue
 import shlex
 from collections import Counter, deque
@@ -22,7 +23,7 @@ from recorder import ConfigError, Secrets, __version__, patched, read_header
 
 from .. import graders
 from ..cases._case import Case, load_case
-from ..channels._faults import Fault, parse_faults
+from ..channels._faults import LLM_KINDS, Fault, parse_faults
 from ..channels._isolation import require as require_isolation
 from ..channels._mcp_proxy import McpServer
 from ..graders import Judge
@@ -129,6 +130,10 @@ def execute(
         for named in (spec.agent.entry if mode.runs_agent else None, spec.agent.tools):
             if named:
                 load_callable(named)
+        if mode.runs_agent and spec.agent.entry:
+            _check_agent(spec.agent.entry)
+        if mode.runs_agent and spec.agent.tools and not spec.agent.mcp_servers:
+            _check_fault_tools(spec.agent.tools, faults, cases)
         _check_graders(spec, cases)
     if resume:
         if store.run(spec.name) is None:
@@ -377,6 +382,39 @@ def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
             if use.args:
                 pin.setdefault("args", {}).setdefault(case.id, []).append(dict(use.args))
     return out
+
+
+def _check_agent(named: str) -> None:
+    """An agent is a function of (instruction, env), not any callable (a class, say)."""
+    agent = load_callable(named)
+    if inspect.isclass(agent):
+        raise ConfigError(f"{named!r} is a class, not an agent: give a function (instruction, env)")
+    try:
+        inspect.signature(agent).bind(None, None)
+    except TypeError:
+        raise ConfigError(
+            f"{named!r} does not take (instruction, env): an agent is called with both"
+        ) from None
+    except ValueError:  # a builtin without a signature: let the trial say
+        pass
+
+
+def _check_fault_tools(tools: str, faults: Sequence[Fault], cases: Sequence[Case]) -> None:
+    """A fault aimed at a tool names one the agent has (else it would never fire)."""
+    for case in cases:
+        aimed = {f.tool for f in [*faults, *case.faults] if f.kind not in LLM_KINDS}
+        if not aimed - {"*"}:
+            continue
+        world = load_fixture(case.fixture).open()
+        try:
+            names = {t.name for t in load_callable(tools)(world.conn)}
+        finally:
+            world.close()
+        if unknown := sorted(aimed - names - {"*"}):
+            raise ConfigError(
+                f"fault on {', '.join(unknown)}: case {case.id!r} has no such tool "
+                f"(its tools: {', '.join(sorted(names))})"
+            )
 
 
 def _pinned(server: McpServer) -> dict[str, Any]:

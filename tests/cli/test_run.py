@@ -128,9 +128,22 @@ def test_a_damaged_cassette_is_named_when_a_case_has_none_left(store: str, tmp_p
             ["--mode", "sandbox", "--agent", "nowhere:agent", "--tools", "x:y", "--llm-url", "u"],
             "cannot load 'nowhere:agent'",
         ),
+        (
+            ["--agent", "builtins:RuntimeError", "--tools", "examples.shop:make_tools"],
+            "'builtins:RuntimeError' is a class, not an agent",
+        ),
+        (
+            ["--agent", "examples.shop:make_tools", "--tools", "examples.shop:make_tools"],
+            "does not take (instruction, env)",
+        ),
+        (
+            [*AGENT, "--fault", "duplicate:no_such_tool"],
+            "fault on no_such_tool: case 'refund-4812' has no such tool (its tools: ",
+        ),
     ],
 )
 def test_bad_runs_are_one_line_errors(store: str, args: list[str], message: str) -> None:
+    args = [*args, "--llm-url", "http://127.0.0.1:9/v1"] if "--llm-url" not in args else args
     code, _, err = replay("run", CASE, "--run", "bad", "--store", store, *args)
     assert code == 2 and message in err and err.count("\n") == 1
 
@@ -238,3 +251,23 @@ def test_a_trial_and_its_grades_are_stored_together(tmp_path: Path) -> None:
     with pytest.raises(KeyError):
         store.add_trial("r", {"case_id": "c", "idx": 0, "verdict": "pass"}, [{"grader": "state"}])
     assert store.finished_trials("r") == set()
+
+
+def test_an_agent_that_returns_none_is_warned_of(tmp_path: Path) -> None:
+    from recorder import WarningEvent
+    from replay import load_case, sandbox
+
+    (tmp_path / "notes.sql").write_text("CREATE TABLE notes (id INTEGER PRIMARY KEY);\n")
+    (tmp_path / "c.yaml").write_text(
+        "id: c\ninstruction: do nothing\nfixture: notes.sql\nassert:\n  - no_side_effects\n"
+    )
+    trial = sandbox(
+        load_case(tmp_path / "c.yaml"),
+        lambda instruction, env: None,
+        lambda conn: [],
+        tmp_path / "t.cassette",
+        llm_base_url="http://127.0.0.1:9/v1",
+    )
+    events = read_cassette(trial.cassette).events
+    warnings = [e.message for e in events if isinstance(e, WarningEvent)]
+    assert warnings == ["the agent returned None: its answer is the last LLM reply, if any"]
