@@ -248,8 +248,9 @@ class Recording:
                 raise failure from exc
         else:
             self._keep_room()
-            if self._failure is not None:
+            if self._failure is not None:  # strict, and no room at the start: no file left
                 self._writer.close(None)
+                self.path.unlink(missing_ok=True)
                 raise self._failure
         self._turns: Turns | None = None
         # After the writer: if the file cannot be created, the user's connection is untouched.
@@ -469,21 +470,21 @@ class Recording:
     ) -> None:
         """Append one HTTP exchange, redacted."""
         red, seen = self.redaction, self._secrets
-        req = red.redact_request(request, seen)
-        response = None
-        if head is not None:
-            headers = [(k, seen.scrub(v)) for k, v in red.redact_headers(head[1], seen)]
-            encoding = next((v for k, v in headers if k == "content-encoding"), "")
-            body = red.redact_response_body(list(chunks), encoding, seen)
-            response = HttpResponse(
-                status=head[0],
-                headers=headers,
-                chunks=scrub_response(body, encoding, seen),
-                # an LLM stream's own end event decides, else whether the body was read to its end
-                complete=error is None and _stream_complete(head[1], chunks, complete),
-            )
-        self._append(
-            HttpEvent(
+        try:  # a body that cannot be redacted stops the recording, never the agent
+            req = red.redact_request(request, seen)
+            response = None
+            if head is not None:
+                headers = [(k, seen.scrub(v)) for k, v in red.redact_headers(head[1], seen)]
+                encoding = next((v for k, v in headers if k == "content-encoding"), "")
+                body = red.redact_response_body(list(chunks), encoding, seen)
+                response = HttpResponse(
+                    status=head[0],
+                    headers=headers,
+                    chunks=scrub_response(body, encoding, seen),
+                    # an LLM stream's own end event decides, else whether it was read to its end
+                    complete=error is None and _stream_complete(head[1], chunks, complete),
+                )
+            event = HttpEvent(
                 t=t0,
                 duration=self.now() - t0,
                 ttfb=ttfb,
@@ -492,7 +493,10 @@ class Recording:
                 response=response,
                 error=self._error(error) if error is not None else None,
             )
-        )
+        except Exception as exc:
+            self._unrecordable(exc, f"http {request.method} {red.redact_url(request.url)}")
+            return
+        self._append(event)
 
     def tool_started(self, name: str) -> ToolStart:
         """Mark the start of a sync tool call: wait for its turn on the world (``_turns``)."""
@@ -530,11 +534,11 @@ class Recording:
         elif self._capture is not None:
             delta = {}
         red, seen = self.redaction, self._secrets
-        args = self.scrub_call(name, jsonable(args))
-        if failure is None:
-            result = self.scrub(red.redact_tool(name, "result", jsonable(result), seen))
-        self._append(
-            ToolEvent(
+        try:  # a value too deep or not JSON stops the recording, never the agent
+            args = self.scrub_call(name, jsonable(args))
+            if failure is None:
+                result = self.scrub(red.redact_tool(name, "result", jsonable(result), seen))
+            event = ToolEvent(
                 t=t0,
                 duration=duration,
                 name=name,
@@ -544,7 +548,19 @@ class Recording:
                 error=self._error(failure) if failure is not None else None,
                 delta=self.scrub(delta) if delta else delta,
             )
-        )
+        except Exception as exc:
+            self._unrecordable(exc, f"tool {name}")
+            return
+        self._append(event)
+
+    def _unrecordable(self, exc: Exception, what: str) -> None:
+        """An event that cannot even be built (a value too deep...): stop as a write would."""
+        with self._lock:
+            if self._closed or self._stopped is not None:
+                return
+            failure = self._stop(exc, what)
+        if failure is not None and not self._closing:
+            raise failure
 
     def _aside(self, delta: WorldDelta, notes: list[str]) -> None:
         """Record changes that belong to no tool call, and notes about the capture."""

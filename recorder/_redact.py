@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
 
 import brotli
 
@@ -79,7 +79,10 @@ class Secrets:
         """Remember a secret (and the token of a ``Scheme <token>`` value)."""
         parts = value.split()
         candidates = [value, parts[1]] if len(parts) == 2 else [value]
-        for part in candidates:
+        for plain in list(candidates):  # as it appears inside JSON text and URL-encoded
+            candidates += [json.dumps(plain)[1:-1], json.dumps(plain, ensure_ascii=False)[1:-1]]
+            candidates += [quote(plain, safe=""), quote_plus(plain)]
+        for part in dict.fromkeys(candidates):
             if len(part) >= MIN_SECRET and part != PLACEHOLDER and part not in self._values:
                 self._values.add(part)
                 self._text = self._bytes = None
@@ -123,13 +126,15 @@ class Secrets:
         spans = [m.span() for m in pattern.finditer(joined)]
         if not spans:
             return chunks
-        out, start = [], 0
+        out, start, first = [], 0, 0  # spans are in order: each chunk looks from ``first`` on
         for chunk in chunks:
             end = start + len(chunk)
             piece, at = bytearray(), start
-            for s, e in spans:
-                if e <= at or s >= end:
-                    continue
+            while first < len(spans) and spans[first][1] <= start:
+                first += 1
+            for s, e in spans[first:]:
+                if s >= end:
+                    break
                 piece += joined[at : max(s, at)]
                 if s >= start:
                     piece += _PLACEHOLDER_BYTES
@@ -149,8 +154,8 @@ class Secrets:
 def _scrub_value(seen: Secrets, value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return seen.scrub(value)
-    if depth > _MAX_DEPTH:  # deeper than any document we write: left to the writer to refuse
-        return value
+    if depth > _MAX_DEPTH:  # deeper than a cassette may hold: nothing of it is kept
+        return PLACEHOLDER
     if isinstance(value, dict):
         return {
             (seen.scrub(k) if isinstance(k, str) else k): _scrub_value(seen, v, depth + 1)
@@ -383,11 +388,19 @@ def scrub_response(chunks: list[bytes], encoding: str, seen: Secrets) -> list[by
 
 
 def _inflate(body: bytes, wbits: int) -> bytes:
-    inflater = zlib.decompressobj(wbits)
-    plain = inflater.decompress(body, MAX_INFLATE)
-    if inflater.unconsumed_tail:
-        raise ValueError("body inflates past MAX_INFLATE")
-    return plain
+    """Inflate every member (gzip bodies may hold several), at most ``MAX_INFLATE`` bytes."""
+    out, rest = bytearray(), body
+    while rest:
+        inflater = zlib.decompressobj(wbits)
+        out += inflater.decompress(rest, MAX_INFLATE - len(out))
+        if inflater.unconsumed_tail:
+            raise ValueError("body inflates past MAX_INFLATE")
+        if not inflater.eof:
+            raise ValueError("body cut short")
+        rest = inflater.unused_data
+        if rest and wbits != 16 + zlib.MAX_WBITS:
+            raise ValueError("bytes after the deflate stream")
+    return bytes(out)
 
 
 def _unbrotli(body: bytes) -> bytes:

@@ -112,12 +112,17 @@ def misses(*sources: object) -> tuple[str, ...]:
 
 
 def trial_redaction(plan: TrialPlan) -> Redaction:
-    """What a trial's cassette redacts: the plan's, else what its recorded trial redacted."""
-    if plan.redaction is not None:
-        return plan.redaction
-    if plan.recorded is not None:
-        return Redaction.from_spec(plan.recorded.header.redaction)
-    return Redaction()
+    """What a trial's cassette redacts: what its recorded trial redacted, and the plan's."""
+    given = plan.redaction or Redaction()
+    if plan.recorded is None:
+        return given
+    held = Redaction.from_spec(plan.recorded.header.redaction)
+    return Redaction(
+        headers=held.headers | given.headers,
+        query=held.query | given.query,
+        body_paths=tuple(dict.fromkeys((*held.body_paths, *given.body_paths))),
+        tool_paths=tuple(dict.fromkeys((*held.tool_paths, *given.tool_paths))),
+    )
 
 
 def run_agent(

@@ -355,8 +355,20 @@ class RunSpec:
 
 
 def secret_named(name: str) -> bool:
-    """Whether a setting or variable is named like a secret (``*KEY*``, ``*TOKEN*``...)."""
-    return any(word in name.upper() for word in SECRET_WORDS)
+    """Whether a setting, variable or option is named like a secret.
+
+    One of its words is ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD`` (or ``APIKEY``,
+    ``PASSWD``...).
+
+    Words, not substrings: ``api_key``, ``--auth-token``, ``githubToken`` are secrets;
+    ``max_tokens`` and ``keyword`` are not.
+    """
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    words = {w.upper() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w}
+    return bool(words & _SECRET_NAME_WORDS)
+
+
+_SECRET_NAME_WORDS = {*SECRET_WORDS, "APIKEY", "PASSWD", "PWD", "CREDENTIAL", "CREDENTIALS"}
 
 
 def hide_url(url: str | None) -> str | None:

@@ -53,6 +53,7 @@ def _error_body(message: str, kind: str) -> dict[str, Any]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # (socketserver's 5 resets clients that connect at once)
     stub: StubLLM
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -13,6 +13,7 @@ import uuid
 import zlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 import brotli
 import httpx
@@ -211,3 +212,46 @@ def test_a_url_recorded_with_its_credentials_as_a_placeholder_reads_as_a_url() -
     # Before format 5 credentials became "[REDACTED]@", which urlsplit refuses.
     request = HttpRequest(method="POST", url=f"http://{PLACEHOLDER}@127.0.0.1:9/v1/x", headers=[])
     assert request.url == "http://127.0.0.1:9/v1/x"
+
+
+def test_a_secret_deep_escaped_or_in_a_second_gzip_member_is_scrubbed(cassette_path: Path) -> None:
+    key = 'sk-päss"word\\12345+/='
+    deep: Any = f"x {key}"
+    for _ in range(230):
+        deep = [deep]
+
+    @tool
+    def nested() -> Any:
+        return deep
+
+    body = gzip.compress(b'{"a": "first",') + gzip.compress(f'"b": "{key}"}}'.encode())
+    transport = httpx.MockTransport(
+        lambda r: httpx.Response(200, headers={"content-encoding": "gzip"}, content=body)
+    )
+    with record(cassette_path, secrets=[key]), httpx.Client(transport=transport) as client:
+        assert nested() is deep  # the agent gets its value, however deep
+        client.post("http://svc.local/v1/x", json={"quoted": key})
+        client.post("http://svc.local/v1/y", content=f"form={quote_plus(key)}".encode())
+        client.get("http://svc.local/v1/z")  # (httpx itself reads the first member only)
+    found = everything(cassette_path)
+    forms = [key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]]
+    for form in [*forms, quote_plus(key)]:
+        assert form.encode() not in found, form
+
+
+def test_a_tool_result_that_cannot_be_recorded_stops_the_recording_not_the_agent(
+    cassette_path: Path,
+) -> None:
+    deep: Any = 1
+    for _ in range(300):
+        deep = [deep]
+
+    @tool
+    def nested() -> Any:
+        return deep
+
+    with record(cassette_path):
+        assert nested() is deep
+    footer = read_cassette(cassette_path).footer
+    assert footer is not None and footer.stopped is not None
+    assert footer.stopped.lost == "tool nested"

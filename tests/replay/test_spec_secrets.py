@@ -90,3 +90,10 @@ def test_a_value_given_again_must_be_the_runs() -> None:
         back.restored(llm_url="http://u:x@127.0.0.1:9/v1")
     with pytest.raises(ConfigError, match="--set temperature is not the run's"):
         back.restored(settings={"temperature": 1})
+
+
+def test_settings_are_secret_by_their_words_not_substrings() -> None:
+    settings = {"max_tokens": 4096, "apiKey": "k" * 12}
+    spec = RunSpec("r", [], "sandbox", agent=AgentSettings(settings=settings))
+    stored = spec.to_stored()["agent"]["settings"]
+    assert stored == {"max_tokens": 4096, "apiKey": "[REDACTED]"}
