@@ -38,10 +38,21 @@ def replay(*args: str) -> None:
             raise
 
 
+def model(stub: StubLLM, policy: str, note: str = "") -> None:
+    """Say how to run the stub model a step talks to, on the port it has here."""
+    flaky = f" --seed {stub.seed} --flake-rate {stub.flake_rate}" if stub.flake_rate else ""
+    print(
+        f"\n# the model{note}: replay stub-llm --policy {policy} "
+        f"--port {stub.port}{flaky} &",
+        flush=True,
+    )
+
+
 def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
     """Run the demo's replay steps; the recorded session must be in ``cassettes``."""
     Path(store).unlink(missing_ok=True)
     with StubLLM(PromptVersionPolicy()) as llm:
+        model(llm, "examples.shop.policy:PromptVersionPolicy", " (prompt v2 moves it)")
         v2 = SYSTEM_PROMPT + " (prompt v2)"
         replay(
             "run",
@@ -64,6 +75,7 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
         )
     replay("report", "offline-v2", "--store", store)
     with StubLLM(refund_policy(), seed=4812, flake_rate=0.12) as flaky:
+        model(flaky, "examples.shop:refund_policy", ", flaky")
         replay(
             "run",
             CASE,
@@ -80,17 +92,19 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             *AGENT,
         )
     replay("report", "flaky-8", "--store", store)
-    for name, policy in (
-        ("retried-demo", refund_policy()),
-        ("retried-naive", naive_refund_policy()),
+    for name, policy, note in (
+        ("retried-demo", "examples.shop:refund_policy", ", sending an idempotency key"),
+        ("retried-naive", "examples.shop:naive_refund_policy", ", naive: no idempotency key"),
     ):
-        with StubLLM(policy) as llm:
+        with StubLLM(refund_policy() if name == "retried-demo" else naive_refund_policy()) as llm:
+            model(llm, policy, note)
             replay(
                 "run", RETRIED, "--run", name, "-k", "2", "--llm-url", llm.openai_base_url,
                 "--store", store, *AGENT,
             )  # fmt: skip
         replay("report", name, "--store", store)
     with StubLLM(refund_policy()) as llm:
+        model(llm, "examples.shop:refund_policy")
         replay(
             "run", CASE, "--run", "webhook", "--llm-url", llm.openai_base_url, "--store", store,
             "--set", "notify_url=https://hooks.example.com/refunds", *AGENT,

@@ -8,6 +8,7 @@ import click
 
 from recorder import ConfigError
 
+from ..modes import load_callable
 from ..stub_llm import EchoPolicy, Policy, ScriptedPolicy, serve
 
 
@@ -17,6 +18,12 @@ from ..stub_llm import EchoPolicy, Policy, ScriptedPolicy, serve
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help='JSON script: {"turns": [{"content": ...} | {"tool_calls": [...]}], "final": ...}. '
     "Without it the stub echoes the last user message.",
+)
+@click.option(
+    "--policy",
+    "policy_name",
+    metavar="MODULE:FUNCTION",
+    help="Or a Python policy: a function returning one (e.g. examples.shop:refund_policy).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, help="0 picks a free port.")
@@ -28,9 +35,26 @@ from ..stub_llm import EchoPolicy, Policy, ScriptedPolicy, serve
     type=click.FloatRange(0.0, 1.0),
     help="Probability that a turn repeats the previous one (a flaky model).",
 )
-def stub_llm(script: Path | None, host: str, port: int, seed: int, flake_rate: float) -> None:
+def stub_llm(
+    script: Path | None,
+    policy_name: str | None,
+    host: str,
+    port: int,
+    seed: int,
+    flake_rate: float,
+) -> None:
     """Serve OpenAI chat completions and Responses, and Anthropic messages, from a script."""
     policy: Policy = EchoPolicy()
+    if script is not None and policy_name is not None:
+        raise click.UsageError("give --script or --policy, not both")
+    if policy_name is not None:
+        try:
+            made = load_callable(policy_name)()
+        except TypeError as exc:
+            raise ConfigError(f"{policy_name!r} makes no policy without arguments: {exc}") from None
+        if not callable(made):
+            raise ConfigError(f"{policy_name!r} did not return a stub policy (request -> reply)")
+        policy = made
     if script is not None:
         try:
             policy = ScriptedPolicy.from_json(script)

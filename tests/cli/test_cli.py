@@ -10,7 +10,7 @@ import pytest
 
 from examples.shop import record_refund
 from replay._cli.main import cli
-from tests.helpers import replay
+from tests.helpers import REPO, replay
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +146,32 @@ def test_stub_llm_serves_a_script(tmp_path: Path) -> None:
         proc.wait(timeout=10)
         if proc.stderr:
             proc.stderr.close()
+
+
+def test_stub_llm_serves_a_python_policy_and_refuses_what_is_not_one() -> None:
+    import re
+    import subprocess
+    import sys
+
+    import openai
+
+    replay_bin = Path(sys.executable).with_name("replay")
+    args = [replay_bin, "stub-llm", "--policy", "examples.shop:refund_policy", "--port", "0"]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert proc.stderr is not None
+        match = re.search(r"OpenAI base URL (\S+),", proc.stderr.readline())
+        assert match, "stub-llm did not announce its URL"
+        with openai.OpenAI(base_url=match.group(1), api_key="k", max_retries=0) as client:
+            reply = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "Refund order 4812."}]
+            )
+        calls = reply.choices[0].message.tool_calls or []
+        assert [c.function.name for c in calls] == ["lookup_order"]  # type: ignore[union-attr]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr:
+            proc.stderr.close()
+    code, _, err = replay("stub-llm", "--policy", "examples.shop:make_tools", "--port", "0")
+    assert code == 2 and "makes no policy without arguments" in err and err.count("\n") == 1
