@@ -30,6 +30,7 @@ import math
 import multiprocessing
 import random
 import resource
+import shutil
 import tempfile
 import time
 import traceback
@@ -380,17 +381,14 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _worker(seeds: list[int], queue: Any) -> None:
+def _worker(seeds: list[int], queue: Any, inbox: Path) -> None:
     from recorder import ReplayError, read_cassette
 
     _setup()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for seed in seeds:
-            try:
-                data = mutant(seed)
-            except Exception:
-                data = ORIGINALS[0].read_bytes()[: seed % 3000]
+            data = (inbox / f"{seed}.bin").read_bytes()  # made by the parent: not measured here
             queue.put(("start", seed, 0.0, 0.0, False, []))
             t0 = time.perf_counter()
             found = exercise(seed, data, workdir)
@@ -414,7 +412,7 @@ def run(quick: bool = False, n: int | None = None, workers: int = 2) -> Result:
     n = n if n is not None else (QUICK_N if quick else FULL_N)
     result = Result(n=n)
     t0 = time.perf_counter()
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     pending = list(range(n))
     done: set[int] = set()
@@ -422,9 +420,17 @@ def run(quick: bool = False, n: int | None = None, workers: int = 2) -> Result:
     procs: list[tuple[Any, list[int]]] = []
     per = max(1, min(250, -(-n // workers)))
 
+    inbox = Path(tempfile.mkdtemp(prefix="hostile-"))
+
     def start() -> None:
         batch, pending[:] = pending[:per], pending[per:]
-        proc = ctx.Process(target=_worker, args=(batch, queue), daemon=True)
+        for seed in batch:
+            try:
+                data = mutant(seed)
+            except Exception:  # a mutation msgpack cannot spell: a plain cut instead
+                data = ORIGINALS[0].read_bytes()[: seed % 3000]
+            (inbox / f"{seed}.bin").write_bytes(data)
+        proc = ctx.Process(target=_worker, args=(batch, queue, inbox), daemon=True)
         proc.start()
         procs.append((proc, batch))
 
@@ -469,6 +475,7 @@ def run(quick: bool = False, n: int | None = None, workers: int = 2) -> Result:
             pending[:0] = left
     for proc, _ in procs:
         proc.kill()
+    shutil.rmtree(inbox, ignore_errors=True)
     result.elapsed_s = time.perf_counter() - t0
     return result
 
@@ -512,7 +519,10 @@ def main(argv: list[str] | None = None) -> None:
             for f in exercise(args.seed, mutant(args.seed), Path(tmp)):
                 print(f.step, f.what)
         return
-    print(report(run(quick=args.quick, n=args.n)))
+    result = run(quick=args.quick, n=args.n)
+    print(report(result))
+    if not ok(result):
+        raise SystemExit(1)
 
 
 _: Callable[..., Any] = main

@@ -97,6 +97,20 @@ def loads(data: bytes | str) -> Any:
     return value
 
 
+def body_too_large(body: bytes, encoding: str) -> bool:
+    """Whether undoing a ``gzip``/``deflate`` content encoding goes past the body limits."""
+    wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding.lower())
+    if wbits is None or not body:
+        return False
+    limit = min(max(len(body), 1) * BODY_RATIO, BODY_CAP)
+    inflate = zlib.decompressobj(wbits)
+    try:
+        out = inflate.decompress(body, limit)
+    except zlib.error:
+        return False  # damaged or cut short: shown as it is, never inflated
+    return bool(inflate.unconsumed_tail) or (len(out) == limit and bool(inflate.flush(1)))
+
+
 def decode_body(body: bytes, encoding: str) -> bytes | None:
     """Undo a ``gzip``/``deflate`` content encoding within the body limits; None if it cannot."""
     wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding)

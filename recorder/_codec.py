@@ -159,6 +159,7 @@ def decode(data: bytes) -> Decoded:
                     else None
                 )
                 last_body = _delta_decode(record, last_body, len(records))
+                _check_encoded(record, len(records))
                 if isinstance(body, list):
                     budget -= len(last_body)
                     if budget < 0:
@@ -234,6 +235,35 @@ def _check(record: dict[str, Any], index: int) -> None:
     wrong = _bounds.problem(record)
     if wrong is not None:
         raise DecodeError(f"record {index} holds {wrong}")
+
+
+def _check_encoded(record: dict[str, Any], index: int) -> None:
+    """Refuse a response whose content encoding inflates past the body limits.
+
+    A gzip bomb would reach whatever serves or shows it: offline playback hands it
+    to the agent.
+    """
+    response = record.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("headers"), list):
+        return
+    encoding = next(
+        (
+            h[1]
+            for h in response["headers"]
+            if isinstance(h, (list, tuple)) and len(h) == 2 and h[0] == "content-encoding"
+        ),
+        None,
+    )
+    chunks = response.get("chunks")
+    if not isinstance(encoding, str) or not isinstance(chunks, list):
+        return
+    if all(isinstance(c, bytes) for c in chunks) and _bounds.body_too_large(
+        b"".join(chunks), encoding
+    ):
+        raise DecodeError(
+            f"record {index} has a {encoding} response body that inflates past "
+            f"{_bounds.BODY_RATIO}x its size or {_bounds.BODY_CAP >> 20} MiB"
+        )
 
 
 def _delta_decode(record: dict[str, Any], last: bytes, index: int) -> bytes:
