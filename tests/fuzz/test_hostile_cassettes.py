@@ -107,6 +107,7 @@ def test_non_finite_token_counts_in_a_reply_leave_show_working(tmp_path: Path) -
     for args in (["show", str(path)], ["show", "--json", str(path)]):
         code, _, err = replay(*args)
         assert code == 0, err
+    assert hostile.exercise(2, path.read_bytes(), tmp_path) == []  # grade, diff, offline too
 
 
 def test_deep_json_bodies_leave_show_and_offline_working(tmp_path: Path) -> None:
@@ -155,13 +156,14 @@ def test_a_gzip_bomb_response_is_refused_in_bounded_memory(tmp_path: Path) -> No
 def test_column_names_from_a_delta_are_names_never_sql(tmp_path: Path) -> None:
     conn = sqlite3.connect(":memory:")
     conn.executescript(
-        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');"
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, w TEXT);"
+        "INSERT INTO t VALUES (1, 'a', 'a');"
     )
     world = Fixture(conn, "t.sql").open()
     from recorder import RowChange
 
-    hostile_name = 'v" = 1; DROP TABLE t; --'
-    delta = {"t": [RowChange(key=[1], before={"v": "a"}, after={hostile_name: "b"})]}
+    name = "v\" = 'injected', \"w"  # spliced into SQL, this sets v too
+    delta = {"t": [RowChange(key=[1], before={"w": "a"}, after={name: "b"})]}
     with pytest.raises(FixtureError, match="do not apply"):
         world.apply(delta)
     assert world.conn.execute("SELECT v FROM t").fetchall() == [("a",)]
