@@ -459,16 +459,19 @@ def run(quick: bool = False, n: int | None = None, workers: int = 2) -> Result:
             hung = [s for s in batch if s in running and now - running[s] > TIME_LIMIT_S * 6]
             if proc.is_alive() and not hung:
                 continue
+            if not proc.is_alive() and proc.exitcode == 0 and what:
+                continue  # its last messages may still be queued: reap it when none are
             if proc.is_alive():
                 proc.kill()
             proc.join()
             procs.remove((proc, batch))
             left = [s for s in batch if s not in done]
-            if left and (left[0] in running or proc.exitcode not in (0, None)):
+            if left and (hung or proc.exitcode != 0):
                 culprit = left.pop(0)
-                running.pop(culprit, None)
+                began = running.pop(culprit, now)
                 done.add(culprit)
-                result.slow.append((culprit, now - running.get(culprit, now)))
+                if hung:
+                    result.slow.append((culprit, now - began))
                 result.findings.append(
                     Finding(culprit, "worker", f"worker died or hung (exit {proc.exitcode})")
                 )
