@@ -28,6 +28,8 @@ from typing import Any
 
 import msgpack
 
+from . import _bounds
+
 MAGIC = b"\x89ARCAS\r\n"
 CONTAINER_DEFLATE_MSGPACK = 1
 PREAMBLE = MAGIC + bytes([CONTAINER_DEFLATE_MSGPACK])
@@ -140,10 +142,13 @@ def decode(data: bytes) -> Decoded:
     if container != CONTAINER_DEFLATE_MSGPACK:
         raise DecodeError(f"unknown container type {container}; written by a newer agent-replay?")
     inflate = zlib.decompressobj(-15)
+    limit = _bounds.inflate_limit(len(data))
     try:
-        raw = inflate.decompress(data[len(PREAMBLE) :])
+        raw = inflate.decompress(data[len(PREAMBLE) :], limit)
     except zlib.error as exc:
         raise DecodeError(f"damaged compressed data ({exc})") from exc
+    if inflate.unconsumed_tail:
+        raise DecodeError(_too_big(len(data), limit))
     if inflate.unused_data:
         raise DecodeError(
             f"{len(inflate.unused_data)} unexpected bytes after the end of the stream"
@@ -156,6 +161,7 @@ def decode(data: bytes) -> Decoded:
     complete = 0
     view = memoryview(raw)  # CRCs over slices of it copy nothing
     last_body = b""
+    budget = limit - len(raw)  # what restored request bodies may add
     try:
         while True:
             crc = unpacker.unpack()
@@ -166,7 +172,19 @@ def decode(data: bytes) -> Decoded:
             if zlib.crc32(view[start : unpacker.tell()]) != crc:
                 raise DecodeError(f"record {len(records)} fails its checksum")
             if record.get("kind") == "http":
+                body = (
+                    record.get("request", {}).get("body")
+                    if isinstance(record.get("request"), dict)
+                    else None
+                )
                 last_body = _delta_decode(record, last_body, len(records))
+                _check_encoded(record, len(records))
+                if isinstance(body, list):
+                    budget -= len(last_body)
+                    if budget < 0:
+                        raise DecodeError(_too_big(len(data), limit))
+            else:
+                _check(record, len(records))
             records.append(record)
             complete = unpacker.tell()
     except msgpack.OutOfData:
@@ -195,7 +213,10 @@ def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
     inflate = zlib.decompressobj(-15)
     raw = b""
     rest = data[len(PREAMBLE) :]
+    limit = _bounds.inflate_limit(len(data))
     while True:
+        if len(raw) > limit:
+            raise DecodeError(_too_big(len(data), limit))
         try:
             raw += inflate.decompress(rest, chunk)
         except zlib.error as exc:
@@ -217,7 +238,51 @@ def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
             raise DecodeError("record 0 is not framed as a record")
         if zlib.crc32(memoryview(raw)[start : unpacker.tell()]) != crc:
             raise DecodeError("record 0 fails its checksum")
+        _check(record, 0)
         return record
+
+
+def _too_big(size: int, limit: int) -> str:
+    return (
+        f"decompresses to more than {limit:,} bytes, the limit for a {size:,}-byte file "
+        f"({_bounds.INFLATE_RATIO}x its size, at most {_bounds.INFLATE_CAP >> 30} GiB)"
+    )
+
+
+def _check(record: dict[str, Any], index: int) -> None:
+    """Refuse a record holding what no reader after this one can take (see ``_bounds``)."""
+    wrong = _bounds.problem(record)
+    if wrong is not None:
+        raise DecodeError(f"record {index} holds {wrong}")
+
+
+def _check_encoded(record: dict[str, Any], index: int) -> None:
+    """Refuse a response whose content encoding inflates past the body limits.
+
+    A gzip bomb would reach whatever serves or shows it: offline playback hands it
+    to the agent.
+    """
+    response = record.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("headers"), list):
+        return
+    encoding = next(
+        (
+            h[1]
+            for h in response["headers"]
+            if isinstance(h, (list, tuple)) and len(h) == 2 and h[0] == "content-encoding"
+        ),
+        None,
+    )
+    chunks = response.get("chunks")
+    if not isinstance(encoding, str) or not isinstance(chunks, list):
+        return
+    if all(isinstance(c, bytes) for c in chunks) and _bounds.body_too_large(
+        b"".join(chunks), encoding
+    ):
+        raise DecodeError(
+            f"record {index} has a {encoding} response body that inflates past "
+            f"{_bounds.BODY_RATIO}x its size or {_bounds.BODY_CAP >> 20} MiB"
+        )
 
 
 def _delta_decode(record: dict[str, Any], last: bytes, index: int) -> bytes:
@@ -227,7 +292,12 @@ def _delta_decode(record: dict[str, Any], last: bytes, index: int) -> bytes:
         return last
     body = request.get("body", b"")
     if isinstance(body, list):
-        if len(body) != 3 or not isinstance(body[1], bytes) or body[0] + body[2] > len(last):
+        if (
+            len(body) != 3
+            or not all(type(n) is int and n >= 0 for n in (body[0], body[2]))
+            or not isinstance(body[1], bytes)
+            or body[0] + body[2] > len(last)
+        ):
             raise DecodeError(f"record {index} has a malformed request body delta")
         prefix, middle, suffix = body
         body = request["body"] = last[:prefix] + middle + last[len(last) - suffix :]

@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ._bounds import decode_body
+from ._bounds import loads as _loads
 from ._schema import HttpEvent, HttpResponse
 
 SAMPLING_KEYS = (
@@ -117,14 +118,8 @@ def response_body(response: HttpResponse) -> bytes:
     """Return the response body with gzip/deflate content-encoding undone."""
     body = b"".join(response.chunks)
     encoding = next((v for k, v in response.headers if k == "content-encoding"), "").lower()
-    try:
-        if encoding == "gzip":
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        if encoding == "deflate":
-            return zlib.decompress(body)
-    except zlib.error:
-        return body
-    return body
+    decoded = decode_body(body, encoding)  # bounded (see recorder._bounds)
+    return body if decoded is None else decoded
 
 
 def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
@@ -145,7 +140,7 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
         return None
     try:
         if request:
-            call = _parse_request(api, json.loads(event.request.body or b"{}"))
+            call = _parse_request(api, _loads(event.request.body or b"{}"))
         else:
             model = found.group(1).decode("utf-8", "replace") if found else None
             call = LlmCall(
@@ -159,7 +154,7 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
     body = response_body(event.response)
     try:
         if body.lstrip()[:1] == b"{":
-            reply = _parse_reply(api, json.loads(body))
+            reply = _parse_reply(api, _loads(body))
         else:
             reply = _parse_stream(api, _sse_payloads(body))
         text, tool_calls, tokens_in, tokens_out = reply
@@ -260,7 +255,7 @@ def _args(raw: Any) -> Any:
     if not isinstance(raw, str):
         return raw
     try:
-        return json.loads(raw) if raw else {}
+        return _loads(raw) if raw else {}
     except ValueError:
         return raw
 
@@ -337,7 +332,7 @@ def _sse_payloads(body: bytes) -> list[dict[str, Any]]:
         if line.startswith("data:"):
             data = line[5:].strip()
             if data and data != "[DONE]":
-                payloads.append(json.loads(data))
+                payloads.append(_loads(data))
     return payloads
 
 

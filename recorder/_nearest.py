@@ -13,6 +13,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from . import _bounds
+
 _SHORTLIST = 4
 _MAX_PATHS = 4
 _MAX_VALUE = 40
@@ -105,8 +107,8 @@ def _json(body: bytes) -> Any:
     if body[:1] not in (b"{", b"["):
         return _MISSING
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
+        return _bounds.loads(body)
+    except ValueError:
         return _MISSING
 
 

@@ -63,6 +63,13 @@ def read_cassette(path: str | Path) -> Cassette:
     A cassette cut short (a killed process) reads back every complete record
     and says so in ``truncation``; it never raises for that.
 
+    What it returns, every reader after it can take: a record holding values
+    nested more than 100 deep, a non-finite float, an integer beyond 64 bits
+    or a non-string map key is refused, and so is a file that decompresses
+    (request bodies restored included) to more than 1000 times its size or
+    1 GiB, or holds a gzip/deflate response inflating past 100 times its size
+    or 32 MiB (see ``recorder._bounds``).
+
     Raises:
         CassetteNotFound: No file at ``path``.
         CassetteCorrupt: The file is not a cassette or its content is damaged.

@@ -40,6 +40,7 @@ class _Record(BaseModel):
         use_attribute_docstrings=True,
         ser_json_bytes="base64",
         val_json_bytes="base64",
+        allow_inf_nan=False,  # times, budgets: no reader after this one takes inf or nan
     )
 
 

@@ -186,6 +186,62 @@ def _parsed(source: str) -> Assertion:
     return Assertion(source)
 
 
+MAX_YAML_DEPTH = 100
+"""Levels a case file may nest."""
+MAX_YAML_ALIASES = 100
+"""Aliases (``*name``) a case file may use."""
+MAX_YAML_NODES = 100_000
+"""Nodes a case file may expand to, every alias counted as what it stands for."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses alias bombs and deep nesting before building them."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+        self._nodes = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise self._refuse(f"more than {MAX_YAML_ALIASES} aliases")
+            node = super().compose_node(parent, index)
+            self._count(self._sizes.get(id(node), 1))
+            return node
+        self._depth += 1
+        if self._depth > MAX_YAML_DEPTH:
+            raise self._refuse(f"nested more than {MAX_YAML_DEPTH} deep")
+        before = self._nodes
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self._count(1)
+        self._sizes[id(node)] = self._nodes - before
+        return node
+
+    def _count(self, n: int) -> None:
+        self._nodes += n
+        if self._nodes > MAX_YAML_NODES:
+            raise self._refuse(f"more than {MAX_YAML_NODES:,} values (aliases expanded)")
+
+    def _refuse(self, what: str) -> yaml.YAMLError:
+        mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+        return yaml.MarkedYAMLError(problem=f"refused: {what}", problem_mark=mark)
+
+
+def _load_yaml(text: str) -> Any:
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def load_case(path: str | Path) -> Case:
     """Load and validate one case file.
 
@@ -196,7 +252,7 @@ def load_case(path: str | Path) -> Case:
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = _load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CaseFileError("no such case file", path=path) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -222,7 +278,7 @@ def load_case(path: str | Path) -> Case:
     world = None
     for index, source in enumerate(case.assertions):
         try:
-            assertion = Assertion(source)
+            assertion = _parsed(source)  # parsed once per process, for every trial too
             if world is None:
                 world = load_fixture(fixture.resolve()).open()
             assertion.validate(SqliteWorld(world.conn))

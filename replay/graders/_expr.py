@@ -21,6 +21,7 @@ import ast
 import io
 import math
 import operator
+import re
 import sqlite3
 import tokenize
 from collections.abc import Callable, Mapping
@@ -191,6 +192,12 @@ _AGGREGATES: dict[str, Callable[[list[Any]], Any]] = {
 }
 
 
+MAX_LENGTH = 100_000
+"""Characters an assertion may have (1,000 terms fit in half of it)."""
+MAX_DEPTH = 100
+"""Levels an assertion may nest (``not``, unary minus, attributes, brackets...)."""
+
+
 class _Failed(Exception):
     """An assertion that cannot be evaluated on this world (a check failure, not a syntax error)."""
 
@@ -204,8 +211,18 @@ class Assertion:
 
     def __init__(self, source: str) -> None:
         self.source = source.strip()
+        if len(self.source) > MAX_LENGTH:
+            raise AssertionSyntaxError(
+                f"longer than {MAX_LENGTH:,} characters; split it into several assertions",
+                source=self.source[:60] + "...",
+                column=60,
+            )
         try:
             self._tree = ast.parse(_rewrite_contains(self.source), mode="eval").body
+        except (RecursionError, MemoryError):  # the parser's own stack limits
+            raise AssertionSyntaxError(
+                f"nested more than {MAX_DEPTH} deep", source=self.source[:60], column=0
+            ) from None
         except SyntaxError as exc:
             raise AssertionSyntaxError(
                 exc.msg, source=self.source, column=(exc.offset or 1) - 1
@@ -215,6 +232,10 @@ class Assertion:
             raise AssertionSyntaxError(
                 str(exc.args[0]), source=self.source, column=where[1]
             ) from None
+        self._segments: dict[int, str] = {}
+        """Each expression node's source text, found once (per node per trial was quadratic).
+        The rewrite of ``contains`` keeps every column, so offsets into it are offsets
+        into the source; ``ast`` counts columns in UTF-8 bytes."""
         self._validate(self._tree)
 
     def __repr__(self) -> str:
@@ -246,7 +267,19 @@ class Assertion:
             ast.In,  # only from `contains`: a written `in` is refused before parsing
             *_COMPARE,
         )
-        for child in ast.walk(node):
+        # One pass, no recursion: depth, whitelist and each node's source text (_segments).
+        encoded = self.source.encode()
+        starts = [0] + [m.end() for m in re.finditer(b"\n", encoded)]
+        stack: list[tuple[ast.AST, int]] = [(node, 0)]
+        while stack:
+            child, level = stack.pop()
+            if level > MAX_DEPTH:
+                raise self._reject(child, f"nested more than {MAX_DEPTH} deep")
+            stack.extend((sub, level + 1) for sub in ast.iter_child_nodes(child))
+            if isinstance(child, ast.expr) and child.end_col_offset is not None:
+                begin = starts[child.lineno - 1] + child.col_offset
+                end = starts[(child.end_lineno or child.lineno) - 1] + child.end_col_offset
+                self._segments[id(child)] = encoded[begin:end].decode("utf-8", "replace")
             if not isinstance(child, allowed):
                 raise self._reject(child, f"{type(child).__name__} is not allowed in an assertion")
             if isinstance(child, ast.Compare) and len(child.ops) != 1:
@@ -286,8 +319,7 @@ class Assertion:
             return Check(self.source, False, message=f"cannot evaluate: {exc}")
 
     def _segment(self, node: ast.expr) -> str:
-        # The rewrite keeps every column, so offsets into it are offsets into the source.
-        return ast.get_source_segment(self.source, node) or self.source
+        return self._segments.get(id(node)) or self.source
 
     def _check(self, node: ast.expr, ctx: Context) -> Check:
         source = self.source if node is self._tree else self._segment(node)
@@ -454,7 +486,12 @@ def _rewrite_contains(source: str) -> str:
     reads ``A in B`` as "A contains B". A written ``in`` is refused (it would
     read backwards).
     """
-    out = source
+    if "in" not in source:  # neither `in` nor `contains`: nothing to tokenize
+        return source
+    out = list(source)
+    offsets = [0]
+    for line in io.StringIO(source):  # the lines tokenize reads
+        offsets.append(offsets[-1] + len(line))
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type != tokenize.NAME:
             continue
@@ -463,6 +500,6 @@ def _rewrite_contains(source: str) -> str:
                 "write `A contains B` instead of `B in A`", source=source, column=token.start[1]
             )
         if token.string == "contains":
-            at = token.start[1]
-            out = out[:at] + "in      " + out[at + len("contains") :]
-    return out
+            at = offsets[token.start[0] - 1] + token.start[1]
+            out[at : at + len("contains")] = "in      "
+    return "".join(out)

@@ -68,7 +68,7 @@ def render_cassette(cassette: Cassette, out: Console, *, bodies: bool = False) -
     if head.trial is not None:
         title += f"  trial {head.trial}"
     out.print(title)
-    out.print(f"recorded {head.started_at} by agent-replay {head.recorder_version}")
+    out.print(f"recorded {escape(head.started_at)} by agent-replay {escape(head.recorder_version)}")
     for step in steps(cassette):
         _render_step(step, out, bodies=bodies)
     out.print()
@@ -111,11 +111,11 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
     elif isinstance(event, HttpEvent):
         status = event.response.status if event.response else "no response"
         out.print(
-            f"\n[bold blue]{step.index}. HTTP[/] {event.request.method} "
+            f"\n[bold blue]{step.index}. HTTP[/] {escape(event.request.method)} "
             f"{escape(event.request.url)} → {status} {timing}"
         )
         if event.response is not None:
-            out.print(f"   [dim]{len(event.response.chunks)} chunk(s) via {event.via}[/]")
+            out.print(f"   [dim]{len(event.response.chunks)} chunk(s) via {escape(event.via)}[/]")
             if bodies:
                 body = b"".join(event.response.chunks).decode("utf-8", "replace")
                 out.print(f"   {escape(_short(body, 2000))}")

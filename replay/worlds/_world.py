@@ -236,7 +236,7 @@ class World:
         """
         try:
             self._apply(delta)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OverflowError) as exc:
             raise FixtureError(
                 f"the recorded changes do not apply to this world ({exc}); "
                 "was the cassette recorded on another fixture?",
@@ -252,31 +252,37 @@ class World:
                     f"the delta changes table {table!r}, which the world lacks",
                     path=self.fixture.source,
                 )
-            where = " AND ".join(f'"{c}" IS ?' for c in pk)
+            where = " AND ".join(f"{_quoted(c)} IS ?" for c in pk)
             for change in changes:
                 if change.before is not None:
                     if change.after is None:
-                        self.conn.execute(f'DELETE FROM "{table}" WHERE {where}', change.key)
+                        self.conn.execute(f"DELETE FROM {_quoted(table)} WHERE {where}", change.key)
                         continue
-                    sets = ", ".join(f'"{c}" = ?' for c in change.after)
+                    sets = ", ".join(f"{_quoted(c)} = ?" for c in change.after)
                     self.conn.execute(
-                        f'UPDATE "{table}" SET {sets} WHERE {where}',
+                        f"UPDATE {_quoted(table)} SET {sets} WHERE {where}",
                         (*change.after.values(), *change.key),
                     )
                 elif change.after is not None:
                     row = dict(change.after)
                     if pk == ["rowid"]:
                         row["rowid"] = change.key[0]
-                    cols = ", ".join(f'"{c}"' for c in row)
+                    cols = ", ".join(_quoted(c) for c in row)
                     marks = ", ".join("?" for _ in row)
                     self.conn.execute(
-                        f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', tuple(row.values())
+                        f"INSERT INTO {_quoted(table)} ({cols}) VALUES ({marks})",
+                        tuple(row.values()),
                     )
 
     def close(self) -> None:
         """Drop the world."""
         self._release_capture()
         self.conn.close()
+
+
+def _quoted(name: str) -> str:
+    """An SQL identifier, quoted: a name from a cassette is only ever a name."""
+    return '"' + str(name).replace('"', '""') + '"'
 
 
 def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
@@ -289,7 +295,7 @@ def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
     ]
     keys = {}
     for name in tables:
-        info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
+        info = conn.execute(f"PRAGMA table_info({_quoted(name)})").fetchall()
         keys[name] = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
     return keys
 
