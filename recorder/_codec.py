@@ -82,6 +82,13 @@ class Encoder:
         as if this one had never been given.
         """
         last = self._last_body
+        try:  # what the reader would refuse is not written (the recording stops instead)
+            if record.get("kind") == "http":
+                _check_encoded(record, 0)
+            else:
+                _check(record, 0)
+        except DecodeError as exc:
+            raise ValueError(str(exc).replace("record 0 ", "the record ", 1)) from None
         if record.get("kind") == "http":
             record, last = self._delta_encode(record)
         raw = msgpack.packb(record, use_bin_type=True)

@@ -12,6 +12,7 @@ class ExitCode(IntEnum):
     0 OK         the command did what it was asked, and its check (if any) held
     1 FAILED     the command ran, and its check did not hold
     2 BAD_INPUT  it could not run: a bad option, file, case or store (`error: ...`)
+    130 INTERRUPTED  stopped by Ctrl-C (`replay run` says how to resume)
     ```
 
     In CI, tell 1 (the agent got worse) from 2 (the job is misconfigured).
@@ -29,3 +30,6 @@ class ExitCode(IntEnum):
     """Nothing was judged: a bad option or option value, a missing, corrupt or
     unsupported file, a case file that does not validate, an unknown run, or
     runs a gate may not compare. The one line on stderr says which."""
+    INTERRUPTED = 130
+    """Stopped by Ctrl-C (as shells report SIGINT): ``replay run`` keeps the trials
+    finished and says how to resume."""

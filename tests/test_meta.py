@@ -48,4 +48,11 @@ def test_the_cli_exits_only_through_exit_code() -> None:
 
 
 def test_exit_codes_keep_the_numbers_the_readme_documents() -> None:
-    assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("FAILED", 1), ("BAD_INPUT", 2)]
+    assert [(c.name, int(c)) for c in ExitCode] == [
+        ("OK", 0),
+        ("FAILED", 1),
+        ("BAD_INPUT", 2),
+        ("INTERRUPTED", 130),
+    ]
+    for code in ExitCode:
+        assert f"| {int(code)} | `{code.name}` |" in (REPO / "README.md").read_text()

@@ -15,6 +15,7 @@ from replay import (
     AgentCommand,
     AgentSettings,
     ExecutorSettings,
+    ExitCode,
     FaultSettings,
     JudgeSettings,
     LlmSettings,
@@ -513,7 +514,7 @@ def run(
                 f"`replay run --resume --run {name} --store {results.path}`",
                 err=True,
             )
-            raise SystemExit(130) from None
+            raise SystemExit(ExitCode.INTERRUPTED) from None
     click.echo(f"run {name}: stored in {results.path}; see `replay report {name}`")
 
 
