@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,38 +118,8 @@ def test_stub_llm_refuses_a_bad_script_in_one_line(tmp_path: Path) -> None:
     assert err == f"error: {script}: expected an object with a 'turns' list\n"
 
 
-def test_stub_llm_serves_a_script(tmp_path: Path) -> None:
-    import re
-    import subprocess
-    import sys
-
-    import openai
-
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"turns": [{"content": "scripted hello"}]}))
-    replay_bin = Path(sys.executable).with_name("replay")
-    proc = subprocess.Popen(
-        [replay_bin, "stub-llm", "--script", str(script), "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        match = re.search(r"OpenAI base URL (\S+),", proc.stderr.readline())
-        assert match, "stub-llm did not announce its URL"
-        with openai.OpenAI(base_url=match.group(1), api_key="k", max_retries=0) as client:
-            reply = client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "hi"}]
-            )
-        assert reply.choices[0].message.content == "scripted hello"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stderr:
-            proc.stderr.close()
-
-
-def test_stub_llm_serves_a_python_policy_and_refuses_what_is_not_one() -> None:
+def _first_reply(*options: str, said: str) -> Any:
+    """Start ``replay stub-llm OPTIONS`` as a user would, ask it once, stop it."""
     import re
     import subprocess
     import sys
@@ -156,7 +127,7 @@ def test_stub_llm_serves_a_python_policy_and_refuses_what_is_not_one() -> None:
     import openai
 
     replay_bin = Path(sys.executable).with_name("replay")
-    args = [replay_bin, "stub-llm", "--policy", "examples.shop:refund_policy", "--port", "0"]
+    args = [replay_bin, "stub-llm", *options, "--port", "0"]
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
         assert proc.stderr is not None
@@ -164,14 +135,24 @@ def test_stub_llm_serves_a_python_policy_and_refuses_what_is_not_one() -> None:
         assert match, "stub-llm did not announce its URL"
         with openai.OpenAI(base_url=match.group(1), api_key="k", max_retries=0) as client:
             reply = client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "Refund order 4812."}]
+                model="m", messages=[{"role": "user", "content": said}]
             )
-        calls = reply.choices[0].message.tool_calls or []
-        assert [c.function.name for c in calls] == ["lookup_order"]  # type: ignore[union-attr]
+        return reply.choices[0].message
     finally:
         proc.terminate()
         proc.wait(timeout=10)
         if proc.stderr:
             proc.stderr.close()
+
+
+def test_stub_llm_serves_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"content": "scripted hello"}]}))
+    assert _first_reply("--script", str(script), said="hi").content == "scripted hello"
+
+
+def test_stub_llm_serves_a_python_policy_and_refuses_what_is_not_one() -> None:
+    message = _first_reply("--policy", "examples.shop:refund_policy", said="Refund order 4812.")
+    assert [c.function.name for c in message.tool_calls or []] == ["lookup_order"]
     code, _, err = replay("stub-llm", "--policy", "examples.shop:make_tools", "--port", "0")
     assert code == 2 and "makes no policy without arguments" in err and err.count("\n") == 1
