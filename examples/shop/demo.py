@@ -42,8 +42,7 @@ def model(stub: StubLLM, policy: str, note: str = "") -> None:
     """Say how to run the stub model a step talks to, on the port it has here."""
     flaky = f" --seed {stub.seed} --flake-rate {stub.flake_rate}" if stub.flake_rate else ""
     print(
-        f"\n# the model{note}: replay stub-llm --policy {policy} "
-        f"--port {stub.port}{flaky} &",
+        f"\n# the model{note}: replay stub-llm --policy {policy} --port {stub.port}{flaky} &",
         flush=True,
     )
 
