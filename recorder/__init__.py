@@ -11,6 +11,7 @@ The public API is what ``__all__`` lists; every other module is private.
 """
 
 from . import _interceptors  # noqa: F401  (registers the HTTP interceptors with _session)
+from ._bounds import load_json
 from ._capture import keep_capture, world_hash
 from ._delta import net_delta
 from ._errors import (
@@ -123,6 +124,7 @@ __all__ = [
     "__version__",
     "keep_capture",
     "llm_call",
+    "load_json",
     "net_delta",
     "patched",
     "playback",

@@ -79,7 +79,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def loads(data: bytes | str) -> Any:
+def load_json(data: bytes | str) -> Any:
     """Parse JSON as ``json.loads`` does, within the limits above.
 
     Raises:
@@ -125,3 +125,7 @@ def decode_body(body: bytes, encoding: str) -> bytes | None:
         return out + inflate.flush()
     except zlib.error:
         return None
+
+
+loads = load_json
+"""(The name the recorder's own modules use.)"""

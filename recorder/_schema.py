@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from ._bounds import decode_body
+
 # Bump FORMAT_VERSION on any change to these models: records forbid unknown
 # fields, so even a new optional field makes older readers refuse a newer
 # file (with a clear message) rather than misread it. Keep reading old
@@ -147,6 +149,15 @@ class HttpResponse(_Record):
     """Body chunks as they came off the wire (decoded of transfer encoding only)."""
     complete: bool = True
     """False when the body was not read to its end (closed early, or an error cut it)."""
+
+    def body(self) -> bytes | None:
+        """The body with its gzip/deflate content encoding undone, within the reader's limits.
+
+        None when it cannot be (past ``recorder._bounds``' limits, or damaged).
+        """
+        joined = b"".join(self.chunks)
+        encoding = next((v for k, v in self.headers if k == "content-encoding"), "").lower()
+        return decode_body(joined, encoding) if encoding else joined
 
 
 class HttpEvent(_Record):

@@ -70,6 +70,7 @@ RECORDER = [
     "__version__",
     "keep_capture",
     "llm_call",
+    "load_json",
     "net_delta",
     "patched",
     "playback",

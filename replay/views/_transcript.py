@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from recorder import (
     WarningEvent,
     WorldDelta,
     llm_call,
+    load_json,
 )
 
 StepKind = Literal["llm", "http", "tool", "user", "error", "warning", "violation"]
@@ -172,7 +174,21 @@ def to_json(cassette: Cassette) -> dict[str, Any]:
     for event in cassette.events:
         data = event.model_dump(mode="json")
         if isinstance(event, HttpEvent):
-            data["request"]["body_text"] = _text_or_none(event.request.body)
+            data["request"]["body"], data["request"]["body_is"] = _body(event.request.body)
+            if event.response is not None:
+                response, chunks = data["response"], event.response.chunks
+                encoding = dict(event.response.headers).get("content-encoding", "")
+                plain = event.response.body()
+                if plain is None:  # kept as it came: encoded, or past the limits
+                    response["body"], response["body_is"] = _base64(b"".join(chunks)), "base64"
+                else:
+                    response["body"], response["body_is"] = _body(plain)
+                texts = [_text_or_none(c) for c in chunks]
+                if not encoding and all(t is not None for t in texts):
+                    response["chunks"] = texts
+                    response["chunks_are"] = "text"
+                else:
+                    response["chunks_are"] = "base64"
             call = llm_call(event)
             if call is not None:
                 data["llm"] = {
@@ -195,8 +211,25 @@ def to_json(cassette: Cassette) -> dict[str, Any]:
         "header": cassette.header.model_dump(mode="json"),
         "events": events,
         "footer": cassette.footer.model_dump(mode="json") if cassette.footer else None,
-        "summary": cassette.summary().model_dump(mode="json"),
+        # What a cut cassette's events say its footer would have (the footer, when there is one).
+        "summary": None if cassette.footer else cassette.summary().model_dump(mode="json"),
     }
+
+
+def _body(data: bytes) -> tuple[Any, str]:
+    """A body as JSON shows it best: parsed JSON, else text, else base64; and which it is."""
+    if not data:
+        return "", "text"
+    try:
+        return load_json(data), "json"
+    except (ValueError, UnicodeDecodeError):
+        pass
+    text = _text_or_none(data)
+    return (text, "text") if text is not None else (_base64(data), "base64")
+
+
+def _base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _text_or_none(body: bytes) -> str | None:

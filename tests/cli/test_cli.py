@@ -70,6 +70,12 @@ def test_json_is_the_same_cassette_for_tools(refund: Path) -> None:
     assert data["footer"]["state_diff"]["orders"] == [
         {"key": [4812], "before": {"status": "paid"}, "after": {"status": "refunded"}}
     ]
+    # Bodies read as what they are: JSON as JSON, not base64; the summary is no second footer.
+    assert first_llm["request"]["body_is"] == "json"
+    assert first_llm["request"]["body"]["messages"][0]["role"] == "system"
+    assert first_llm["response"]["body_is"] == "json"
+    assert first_llm["response"]["body"]["choices"][0]["message"]["tool_calls"]
+    assert data["summary"] is None
 
 
 def test_a_cut_cassette_shows_its_prefix_and_warns(refund: Path, tmp_path: Path) -> None:
