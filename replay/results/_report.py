@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from recorder import ConfigError
 
 from ..graders import Cause
 from ._metrics import CaseCounts, CaseMetrics, SuiteMetrics, case_metrics, suite_metrics
-from ._store import Store
+from ._store import Store, TrialRow
 from ._tooluse import ToolUse, run_tool_use
 
 
@@ -46,6 +46,8 @@ class RunReport:
     tool_use: ToolUse
     guards: dict[str, int]
     """Per limit that fired in the run's trials: how many trials it cut (each an ``error``)."""
+    trials: list[TrialRow] = field(default_factory=list)
+    """Every trial, by case and index, as the store holds it."""
 
 
 def build_report(store: Store, name: str) -> RunReport:
@@ -97,7 +99,7 @@ def build_report(store: Store, name: str) -> RunReport:
             )
         )
     guards = dict(Counter(guard for t in trials for guard in t["guards"]))
-    return RunReport(name, run["pins"], cases, suite_metrics(counts), overall, guards)
+    return RunReport(name, run["pins"], cases, suite_metrics(counts), overall, guards, trials)
 
 
 def report_json(report: RunReport) -> dict[str, Any]:
@@ -133,5 +135,22 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "tool_use": c.tool_use.to_json(),
             }
             for c in report.cases
+        ],
+        "trials": [
+            {
+                "case": t["case_id"],
+                "idx": t["idx"],
+                "verdict": t["verdict"],
+                "cause": t["cause"],
+                "cause_detail": t["cause_detail"],
+                "guards": t["guards"],
+                "cassette": t["cassette"],
+                "steps": t["steps"],
+                "input_tokens": t["input_tokens"],
+                "output_tokens": t["output_tokens"],
+                "latency": t["latency"],
+                "cost": t["cost"],
+            }
+            for t in report.trials
         ],
     }

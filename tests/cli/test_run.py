@@ -57,6 +57,10 @@ def test_sandbox_run_then_report(store: str) -> None:
     assert data["suite"]["pass_hat"]["1"] == case["c"] / 8
     assert data["suite"]["pass_hat"]["8"] == 0.0 < data["suite"]["pass_at"]["8"]
     assert any("refunds.count(order_id=4812) == 1" in f["evidence"] for f in case["failures"])
+    trials = data["trials"]  # each trial, to find the failing ones' cassettes
+    assert [t["idx"] for t in trials] == list(range(8))
+    assert sum(t["verdict"] == "pass" for t in trials) == case["c"]
+    assert all(Path(t["cassette"]).exists() and t["steps"] for t in trials)
     code, out, _ = replay("report", "flaky", "--store", store)
     assert "suite pass^k: k=1 " in out and "refund-4812 failed because:" in out
 
