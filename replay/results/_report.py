@@ -90,7 +90,7 @@ def build_report(store: Store, name: str) -> RunReport:
                 case_id,
                 rows[0]["suite"] or "",
                 case_metrics(count),
-                evidence.get(case_id, Counter()).most_common(),
+                _worst_first(evidence.get(case_id, Counter())),
                 failing,
                 per_case[case_id],
                 user.get(case_id, Counter()).most_common(),
@@ -100,6 +100,21 @@ def build_report(store: Store, name: str) -> RunReport:
         )
     guards = dict(Counter(guard for t in trials for guard in t["guards"]))
     return RunReport(name, run["pins"], cases, suite_metrics(counts), overall, guards, trials)
+
+
+def _worst_first(lines: Counter[str]) -> list[tuple[str, int]]:
+    """Why trials failed, worst first, each kind by count.
+
+    Errors come first (the agent crashed, a limit, a server, the harness), then
+    vetoes (a sandbox violation), then the graders' failures.
+    """
+    errors = {cause.value for cause in Cause}
+
+    def rank(item: tuple[str, int]) -> tuple[int, int]:
+        source = item[0].partition(":")[0]
+        return (0 if source in errors else 1 if source == "sandbox" else 2, -item[1])
+
+    return sorted(lines.most_common(), key=rank)
 
 
 def report_json(report: RunReport) -> dict[str, Any]:

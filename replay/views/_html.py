@@ -226,6 +226,10 @@ def _step(step: Step) -> str:
     elif isinstance(event, ErrorEvent):
         head = f"{step.index}. error"
         body.append(_err(event.error))
+        if event.error.traceback:
+            body.append(
+                f"<details><summary>traceback</summary><pre>{_e(event.error.traceback)}</pre></details>"
+            )
     elif isinstance(event, ViolationEvent):
         head = f"{step.index}. sandbox violation"
         body.append(

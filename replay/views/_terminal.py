@@ -45,6 +45,10 @@ OFF_TERMINAL_WIDTH = 400
 enough that tables never cut an id to fit (a terminal's own width is used on a terminal)."""
 
 
+TRACEBACK_LINES = 20
+"""Lines of an error's traceback ``replay show`` prints (its end: where it was raised)."""
+
+
 def console() -> Console:
     """The console the commands print to."""
     out = Console(highlight=False, soft_wrap=True)
@@ -153,6 +157,13 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
             f"\n[bold red]{step.index}. error[/] {escape(event.error.type)}: "
             f"{escape(event.error.message)}"
         )
+        if event.error.traceback:  # where it was raised: the last frames
+            lines = event.error.traceback.rstrip().splitlines()
+            shown = lines[-TRACEBACK_LINES:]
+            if len(lines) > len(shown):
+                out.print(f"   [dim]... {len(lines) - len(shown)} lines of traceback before[/]")
+            for line in shown:
+                out.print(f"   [dim]{escape(line)}[/]")
     elif isinstance(event, ViolationEvent):
         out.print(
             f"\n[bold red]{step.index}. sandbox violation[/] {escape(event.action)} "

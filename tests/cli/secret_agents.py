@@ -56,3 +56,8 @@ def agent(instruction: str, env: Any) -> str:
             messages.append(
                 {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
             )
+
+
+def crash(instruction: str, env: Any) -> str:
+    """Charges nothing: falls over at once (its crash is what a report must show first)."""
+    raise RuntimeError("the agent fell over")
