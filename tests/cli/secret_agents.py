@@ -58,6 +58,12 @@ def agent(instruction: str, env: Any) -> str:
             )
 
 
+CRASHES: list[int] = []
+
+
 def crash(instruction: str, env: Any) -> str:
-    """Charges nothing: falls over at once (its crash is what a report must show first)."""
-    raise RuntimeError("the agent fell over")
+    """Does nothing; every other call falls over (its crash is what a report must show first)."""
+    CRASHES.append(1)
+    if len(CRASHES) % 2:
+        raise RuntimeError("the agent fell over")
+    return "nothing"

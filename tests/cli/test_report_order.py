@@ -21,14 +21,16 @@ def test_a_crash_comes_before_the_assertions_it_broke_and_its_traceback_is_shown
     module = "tests.cli.secret_agents"
     agent = ["--agent", f"{module}:crash", "--tools", f"{module}:make_tools"]
     code, _, err = replay(
-        "run", str(case), "--run", "r", "--store", store, *agent, "--isolation", "none",
+        "run", str(case), "--run", "r", "-k", "2", "--store", store, *agent, "--isolation", "none",
         "--llm-url", "http://127.0.0.1:9/v1",
     )  # fmt: skip
     assert code == 0, err
     code, out, _ = replay("report", "r", "--store", store)
-    reasons = out.split("c failed because:")[1].strip().splitlines()
+    reasons = [r.strip() for r in out.split("c failed because:")[1].strip().splitlines()]
+    # The crash (one trial) before the assertions both trials fail.
     assert reasons[0].startswith("1 x agent: ") and "the agent fell over" in reasons[0]
-    (trial,) = Store(store).trials("r")
+    assert reasons[1].startswith("2 x ")
+    (trial, _) = Store(store).trials("r")
     code, out, _ = replay("show", trial["cassette"])
     assert "RuntimeError: the agent fell over" in out
     assert 'raise RuntimeError("the agent fell over")' in out  # the traceback's last frames
