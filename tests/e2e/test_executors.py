@@ -60,6 +60,9 @@ def report(store: str, run: str) -> dict[str, Any]:
         case.pop("failing_cassette")
         case["tool_use"].pop("latency")
     data["suite"]["tool_use"].pop("latency")
+    for trial in data["trials"]:
+        trial.pop("cassette")
+        trial.pop("latency")
     data.pop("pins")
     data.pop("run")
     return data
