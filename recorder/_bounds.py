@@ -15,9 +15,10 @@ One place for them, so the reader can refuse what later code cannot take:
   and 10-25x with their request bodies restored; a conversation of n calls
   restores to about 2n times its file (each call resends it), so 1000x
   leaves room for 500-call conversations while a 6.7 KB file can no longer
-  become more than 6.7 MB. A body's own content encoding (gzip, deflate) is
-  undone, for showing and matching, to at most ``BODY_RATIO`` (100) times
-  its size and ``BODY_CAP`` (32 MiB); a body beyond that is left encoded.
+  become more than 6.7 MB. A body's own content encoding (gzip, deflate,
+  brotli) is undone, for showing, matching and scrubbing, to at most
+  ``BODY_RATIO`` (100) times its size and ``BODY_CAP`` (32 MiB); a body
+  beyond that is left encoded (and a recording stops before writing one).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import json
 import math
 import zlib
 from typing import Any
+
+import brotli
 
 MAX_DEPTH = 100
 INFLATE_RATIO = 1000
@@ -97,35 +100,77 @@ def load_json(data: bytes | str) -> Any:
     return value
 
 
-def body_too_large(body: bytes, encoding: str) -> bool:
-    """Whether undoing a ``gzip``/``deflate`` content encoding goes past the body limits."""
-    wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding.lower())
-    if wbits is None or not body:
-        return False
+class TooLarge(ValueError):
+    """A body's content encoding undoes to more than the body limits."""
+
+
+def decoded(body: bytes, encoding: str) -> bytes:
+    """Undo a body's content encoding within the body limits.
+
+    ``gzip`` (every member), ``deflate`` (zlib or raw) and ``br`` are known.
+
+    Raises:
+        TooLarge: It inflates past ``BODY_RATIO`` times its size or ``BODY_CAP``.
+        ValueError: Another encoding, or a body that is not what it claims (cut, damaged,
+            or already decoded by a client).
+    """
+    encoding = encoding.strip().lower()
     limit = min(max(len(body), 1) * BODY_RATIO, BODY_CAP)
-    inflate = zlib.decompressobj(wbits)
+    if encoding == "br":
+        decoder = brotli.Decompressor()
+        try:
+            plain: bytes = decoder.process(body, output_buffer_limit=limit)
+        except brotli.error as exc:
+            raise ValueError(f"not brotli: {exc}") from None
+        if not decoder.is_finished():
+            if len(plain) >= limit:
+                raise TooLarge("brotli body past the body limits")
+            raise ValueError("brotli body cut short")
+        return plain
+    if encoding in ("gzip", "x-gzip"):
+        return _inflate(body, 16 + zlib.MAX_WBITS, limit, members=True)
+    if encoding == "deflate":
+        try:
+            return _inflate(body, zlib.MAX_WBITS, limit, members=False)
+        except TooLarge:
+            raise
+        except ValueError:
+            return _inflate(body, -zlib.MAX_WBITS, limit, members=False)  # raw, as some send it
+    raise ValueError(f"no decoder for content encoding {encoding!r}")
+
+
+def _inflate(body: bytes, wbits: int, limit: int, *, members: bool) -> bytes:
+    out, rest = bytearray(), body
+    while rest:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out += inflater.decompress(rest, limit - len(out))
+        except zlib.error as exc:
+            raise ValueError(f"damaged: {exc}") from None
+        if inflater.unconsumed_tail:
+            raise TooLarge(f"inflates past {limit} bytes")
+        if not inflater.eof:
+            raise ValueError("cut short")
+        rest = inflater.unused_data
+        if rest and not members:
+            raise ValueError("bytes after the stream")
+    return bytes(out)
+
+
+def body_too_large(body: bytes, encoding: str) -> bool:
+    """Whether undoing a body's content encoding goes past the body limits."""
     try:
-        out = inflate.decompress(body, limit)
-    except zlib.error:
-        return False  # damaged or cut short: shown as it is, never inflated
-    return bool(inflate.unconsumed_tail) or (len(out) == limit and bool(inflate.flush(1)))
+        decoded(body, encoding)
+    except TooLarge:
+        return True
+    except ValueError:
+        return False  # damaged, cut short or unknown: shown as it is, never inflated
+    return False
 
 
 def decode_body(body: bytes, encoding: str) -> bytes | None:
-    """Undo a ``gzip``/``deflate`` content encoding within the body limits; None if it cannot."""
-    wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding)
-    if wbits is None:
-        return None
-    limit = min(max(len(body), 1) * BODY_RATIO, BODY_CAP)
+    """``decoded``, or None when it cannot be (unknown encoding, damaged, too large)."""
     try:
-        inflate = zlib.decompressobj(wbits)
-        out = inflate.decompress(body, limit)
-        if inflate.unconsumed_tail:
-            return None  # more than the limit
-        return out + inflate.flush()
-    except zlib.error:
+        return decoded(body, encoding)
+    except ValueError:
         return None
-
-
-loads = load_json
-"""(The name the recorder's own modules use.)"""

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ._bounds import decode_body
-from ._bounds import loads as _loads
+from ._bounds import load_json as _loads
 from ._schema import HttpEvent, HttpResponse
 
 SAMPLING_KEYS = (

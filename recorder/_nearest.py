@@ -107,7 +107,7 @@ def _json(body: bytes) -> Any:
     if body[:1] not in (b"{", b"["):
         return _MISSING
     try:
-        return _bounds.loads(body)
+        return _bounds.load_json(body)
     except ValueError:
         return _MISSING
 

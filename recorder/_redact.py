@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsp
 
 import brotli
 
+from ._bounds import MAX_DEPTH, decode_body
 from ._errors import ConfigError
 from ._schema import HttpRequest, RedactionSpec
 
@@ -35,7 +36,6 @@ _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
 MIN_SECRET = 8
 """Shorter secrets are replaced where they stand but not searched for in free text."""
 _PLACEHOLDER_BYTES = PLACEHOLDER.encode()
-_MAX_DEPTH = 200
 _NOT_CREDENTIALS = frozenset({"cookie", "set-cookie"})
 
 
@@ -154,7 +154,7 @@ class Secrets:
 def _scrub_value(seen: Secrets, value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return seen.scrub(value)
-    if depth > _MAX_DEPTH:  # deeper than a cassette may hold: nothing of it is kept
+    if depth > MAX_DEPTH:  # deeper than a cassette may hold: nothing of it is kept
         return PLACEHOLDER
     if isinstance(value, dict):
         return {
@@ -322,13 +322,11 @@ class Redaction:
         if not self._paths or not chunks:
             return chunks
         body = b"".join(chunks)
-        codec = _CODECS.get(encoding.strip().lower())
-        if codec is not None:
-            decode, encode = codec
-            try:
-                plain, again = decode(body), encode
-            except Exception:
-                plain, again = body, None  # already decoded by the client library
+        encode = _ENCODERS.get(encoding.strip().lower())
+        if encode is not None:
+            plain = decode_body(body, encoding)
+            again = encode if plain is not None else None
+            plain = body if plain is None else plain  # (None: already decoded by the client)
             redacted = self._redact_document_or_stream(plain, seen)
             if redacted is plain:
                 return chunks
@@ -359,74 +357,30 @@ class Redaction:
         }
 
 
-MAX_INFLATE = 64 * 1024 * 1024
-"""Bytes a compressed response body is decoded to, at most, to scrub it (a bigger one is
-scrubbed as it came: a secret inside it is not found)."""
-
-
 def scrub_response(chunks: list[bytes], encoding: str, seen: Secrets) -> list[bytes]:
     """Return response chunks with every secret replaced, in the body as decoded too.
 
-    A gzip, deflate or brotli body with a secret inside is decoded, scrubbed and
-    encoded again (one chunk); any other body is scrubbed chunk by chunk, a
-    secret split across chunks too (``Secrets.scrub_chunks``).
+    A gzip, deflate or brotli body with a secret inside is decoded (within the
+    reader's limits, ``_bounds.decoded``), scrubbed and encoded again (one
+    chunk); any other body is scrubbed chunk by chunk, a secret split across
+    chunks too (``Secrets.scrub_chunks``).
     """
     if not seen or not chunks:
         return chunks
-    codec = _CODECS.get(encoding.strip().lower())
-    if codec is not None:
-        decode, encode = codec
-        body = b"".join(chunks)
-        try:
-            plain = decode(body)
-        except Exception:  # already decoded by the client library, or not what it claims
-            plain = None
-        if plain is not None:
+    encode = _ENCODERS.get(encoding.strip().lower())
+    if encode is not None:
+        plain = decode_body(b"".join(chunks), encoding)
+        if plain is not None:  # (None: already decoded by the client, or past the limits)
             scrubbed = seen.scrub_bytes(plain)
             return chunks if scrubbed == plain else [encode(scrubbed)]
     return seen.scrub_chunks(chunks)
 
 
-def _inflate(body: bytes, wbits: int) -> bytes:
-    """Inflate every member (gzip bodies may hold several), at most ``MAX_INFLATE`` bytes."""
-    out, rest = bytearray(), body
-    while rest:
-        inflater = zlib.decompressobj(wbits)
-        out += inflater.decompress(rest, MAX_INFLATE - len(out))
-        if inflater.unconsumed_tail:
-            raise ValueError("body inflates past MAX_INFLATE")
-        if not inflater.eof:
-            raise ValueError("body cut short")
-        rest = inflater.unused_data
-        if rest and wbits != 16 + zlib.MAX_WBITS:
-            raise ValueError("bytes after the deflate stream")
-    return bytes(out)
-
-
-def _unbrotli(body: bytes) -> bytes:
-    decoder = brotli.Decompressor()
-    plain: bytes = decoder.process(body, output_buffer_limit=MAX_INFLATE)
-    if not decoder.is_finished():
-        raise ValueError("brotli body cut short or past MAX_INFLATE")
-    return plain
-
-
-def _gunzip(body: bytes) -> bytes:
-    return _inflate(body, 16 + zlib.MAX_WBITS)
-
-
-def _undeflate(body: bytes) -> bytes:
-    try:
-        return _inflate(body, zlib.MAX_WBITS)
-    except zlib.error:
-        return _inflate(body, -zlib.MAX_WBITS)  # raw deflate, as some servers send it
-
-
-_CODECS: dict[str, tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {
-    "gzip": (_gunzip, lambda b: gzip.compress(b, mtime=0)),
-    "x-gzip": (_gunzip, lambda b: gzip.compress(b, mtime=0)),
-    "deflate": (_undeflate, zlib.compress),
-    "br": (_unbrotli, brotli.compress),
+_ENCODERS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": lambda b: gzip.compress(b, mtime=0),
+    "x-gzip": lambda b: gzip.compress(b, mtime=0),
+    "deflate": zlib.compress,
+    "br": brotli.compress,
 }
 
 

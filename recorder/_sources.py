@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
-from . import _bounds
 from ._errors import FixtureUnsupported
 from ._schema import HttpRequest
 
@@ -225,7 +224,7 @@ def canonical_body(body: bytes) -> bytes:
     """A JSON body with sorted keys and no spaces; any other body as it is."""
     if body[:1] in (b"{", b"["):
         try:
-            return json.dumps(_bounds.loads(body), sort_keys=True, separators=(",", ":")).encode()
+            return json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
         except (ValueError, RecursionError):
             pass
     return body
