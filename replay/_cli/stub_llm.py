@@ -52,6 +52,8 @@ def stub_llm(
             made = load_callable(policy_name)()
         except TypeError as exc:
             raise ConfigError(f"{policy_name!r} makes no policy without arguments: {exc}") from None
+        except Exception as exc:  # its own failure: one line, not a traceback
+            raise ConfigError(f"{policy_name!r} failed: {type(exc).__name__}: {exc}") from None
         if not callable(made):
             raise ConfigError(f"{policy_name!r} did not return a stub policy (request -> reply)")
         policy = made

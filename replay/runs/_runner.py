@@ -408,6 +408,10 @@ def _check_fault_tools(tools: str, faults: Sequence[Fault], cases: Sequence[Case
         world = load_fixture(case.fixture).open()
         try:
             names = {t.name for t in load_callable(tools)(world.conn)}
+        except Exception as exc:  # the factory's own failure, said before any trial
+            raise ConfigError(
+                f"{tools} failed making case {case.id!r}'s tools: {type(exc).__name__}: {exc}"
+            ) from None
         finally:
             world.close()
         if unknown := sorted(aimed - names - {"*"}):

@@ -141,6 +141,10 @@ def test_a_damaged_cassette_is_named_when_a_case_has_none_left(store: str, tmp_p
             "does not take (instruction, env)",
         ),
         (
+            [*AGENT[:2], "--tools", "tests.cli.secret_agents:crash", "--fault", "duplicate:x"],
+            "tests.cli.secret_agents:crash failed making case 'refund-4812''s tools: TypeError",
+        ),
+        (
             [*AGENT, "--fault", "duplicate:no_such_tool"],
             "fault on no_such_tool: case 'refund-4812' has no such tool (its tools: ",
         ),
