@@ -12,7 +12,9 @@ from pathlib import Path
 from recorder import (
     Cassette,
     ConfigError,
+    FixtureError,
     HttpEvent,
+    RowChange,
     ToolEvent,
     WarningEvent,
     WorldDelta,
@@ -26,6 +28,7 @@ from recorder import (
 from ..graders import Assertion
 from ..graders._builtin import agent_calls
 from ..worlds._diff import StateDiff
+from ..worlds._world import apply_delta
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,48 +160,26 @@ def _undo_if_changed(copy: Path, cassette: Cassette, cassette_path: Path) -> Non
             e.delta for e in cassette.events if isinstance(e, ToolEvent | WarningEvent) and e.delta
         ]
         with conn:
-            _undo(conn, net_delta(deltas))
+            apply_delta(conn, _inverse(net_delta(deltas)))
         if world_hash(conn) != wanted:
             copy.unlink()
             raise ConfigError(
                 f"{cassette_path}: its world changed since the recording (undoing the recorded "
                 "changes does not give the world it started from); pass --fixture"
             )
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, FixtureError) as exc:
         copy.unlink(missing_ok=True)
         raise ConfigError(f"{cassette_path}: cannot undo its changes on {copy}: {exc}") from None
     finally:
         conn.close()
 
 
-def _undo(conn: sqlite3.Connection, delta: WorldDelta) -> None:
-    """Undo a net delta: inserted rows deleted, deleted rows inserted, updates reverted."""
-    for table, changes in delta.items():
-        info = conn.execute(f"PRAGMA table_info({_quoted(table)})").fetchall()
-        pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
-        where = " AND ".join(f"{_quoted(c)} IS ?" for c in pk)
-        for change in changes:
-            if change.before is None:  # inserted
-                conn.execute(f"DELETE FROM {_quoted(table)} WHERE {where}", change.key)
-            elif change.after is None:  # deleted
-                row = dict(change.before)
-                if pk == ["rowid"]:
-                    row["rowid"] = change.key[0]
-                cols = ", ".join(_quoted(c) for c in row)
-                marks = ", ".join("?" for _ in row)
-                conn.execute(
-                    f"INSERT INTO {_quoted(table)} ({cols}) VALUES ({marks})", tuple(row.values())
-                )
-            else:
-                sets = ", ".join(f"{_quoted(c)} = ?" for c in change.before)
-                conn.execute(
-                    f"UPDATE {_quoted(table)} SET {sets} WHERE {where}",
-                    (*change.before.values(), *change.key),
-                )
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+def _inverse(delta: WorldDelta) -> WorldDelta:
+    """The delta that undoes ``delta``: each change swapped, in reverse order."""
+    return {
+        table: [RowChange(key=c.key, before=c.after, after=c.before) for c in reversed(changes)]
+        for table, changes in delta.items()
+    }
 
 
 def _case_yaml(

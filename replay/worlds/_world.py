@@ -244,35 +244,7 @@ class World:
             ) from None
 
     def _apply(self, delta: WorldDelta) -> None:
-        keys = _primary_keys(self.conn)
-        for table, changes in delta.items():
-            pk = keys.get(table)
-            if pk is None:
-                raise FixtureError(
-                    f"the delta changes table {table!r}, which the world lacks",
-                    path=self.fixture.source,
-                )
-            where = " AND ".join(f"{_quoted(c)} IS ?" for c in pk)
-            for change in changes:
-                if change.before is not None:
-                    if change.after is None:
-                        self.conn.execute(f"DELETE FROM {_quoted(table)} WHERE {where}", change.key)
-                        continue
-                    sets = ", ".join(f"{_quoted(c)} = ?" for c in change.after)
-                    self.conn.execute(
-                        f"UPDATE {_quoted(table)} SET {sets} WHERE {where}",
-                        (*change.after.values(), *change.key),
-                    )
-                elif change.after is not None:
-                    row = dict(change.after)
-                    if pk == ["rowid"]:
-                        row["rowid"] = change.key[0]
-                    cols = ", ".join(_quoted(c) for c in row)
-                    marks = ", ".join("?" for _ in row)
-                    self.conn.execute(
-                        f"INSERT INTO {_quoted(table)} ({cols}) VALUES ({marks})",
-                        tuple(row.values()),
-                    )
+        apply_delta(self.conn, delta, source=self.fixture.source)
 
     def close(self) -> None:
         """Drop the world."""
@@ -283,6 +255,44 @@ class World:
 def _quoted(name: str) -> str:
     """An SQL identifier, quoted: a name from a cassette is only ever a name."""
     return '"' + str(name).replace('"', '""') + '"'
+
+
+def apply_delta(conn: sqlite3.Connection, delta: WorldDelta, *, source: Any = None) -> None:
+    """Apply a delta to ``conn``, in order, by primary key (``World.apply``; promote undoes one).
+
+    Raises:
+        FixtureError: It changes a table the database lacks.
+        sqlite3.Error: A change does not fit (the delta is of another world).
+    """
+    keys = _primary_keys(conn)
+    for table, changes in delta.items():
+        pk = keys.get(table)
+        if pk is None:
+            raise FixtureError(
+                f"the delta changes table {table!r}, which the world lacks",
+                path=source,
+            )
+        where = " AND ".join(f"{_quoted(c)} IS ?" for c in pk)
+        for change in changes:
+            if change.before is not None:
+                if change.after is None:
+                    conn.execute(f"DELETE FROM {_quoted(table)} WHERE {where}", change.key)
+                    continue
+                sets = ", ".join(f"{_quoted(c)} = ?" for c in change.after)
+                conn.execute(
+                    f"UPDATE {_quoted(table)} SET {sets} WHERE {where}",
+                    (*change.after.values(), *change.key),
+                )
+            elif change.after is not None:
+                row = dict(change.after)
+                if pk == ["rowid"]:
+                    row["rowid"] = change.key[0]
+                cols = ", ".join(_quoted(c) for c in row)
+                marks = ", ".join("?" for _ in row)
+                conn.execute(
+                    f"INSERT INTO {_quoted(table)} ({cols}) VALUES ({marks})",
+                    tuple(row.values()),
+                )
 
 
 def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
