@@ -12,6 +12,7 @@ class ExitCode(IntEnum):
     0 OK         the command did what it was asked, and its check (if any) held
     1 FAILED     the command ran, and its check did not hold
     2 BAD_INPUT  it could not run: a bad option, file, case or store (`error: ...`)
+    3 INCOMPLETE nothing failed, but some trials could not be judged (infrastructure)
     130 INTERRUPTED  stopped by Ctrl-C (`replay run` says how to resume)
     ```
 
@@ -30,6 +31,11 @@ class ExitCode(IntEnum):
     """Nothing was judged: a bad option or option value, a missing, corrupt or
     unsupported file, a case file that does not validate, an unknown run, or
     runs a gate may not compare. The one line on stderr says which."""
+    INCOMPLETE = 3
+    """The command ran and nothing failed, but not everything could be judged: a trial
+    is an ``error`` the agent is not to blame for (the harness, an MCP server or the
+    simulated user failed), ``unsupported`` (the recording lacks a call) or ``unknown``
+    (a judge could not decide). Fix the environment or re-record, then run again."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C (as shells report SIGINT): ``replay run`` keeps the trials
     finished and says how to resume."""

@@ -52,6 +52,7 @@ def test_exit_codes_keep_the_numbers_the_readme_documents() -> None:
         ("OK", 0),
         ("FAILED", 1),
         ("BAD_INPUT", 2),
+        ("INCOMPLETE", 3),
         ("INTERRUPTED", 130),
     ]
     for code in ExitCode:
