@@ -41,11 +41,12 @@ $(NODE_EXAMPLE): examples/node/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix examples/node --no-audit --no-fund --silent; \
 	else echo "npm not found: tests of the Node agent will skip"; fi
 
-# Test processes (pytest-xdist); TEST_JOBS=0 runs the suite in one process.
+# Test processes (pytest-xdist); TEST_JOBS=0 runs the suite in one process. loadgroup keeps
+# the tests of one xdist_group (tests/test_install.py's one build) on one process.
 TEST_JOBS ?= 2
 
 test: $(VENV)/.dev lint $(NODE_EXAMPLE)
-	$(BIN)/pytest -n $(TEST_JOBS)
+	$(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup
 	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
 	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools
 
