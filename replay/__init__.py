@@ -15,7 +15,8 @@ Every ``replay`` command is a thin layer over a function here: ``gate``
 (``replay diff``), ``suite_health`` and ``graduate``, ``check_case``
 (``replay check-cases``), ``import_tau_bench_trajectories`` and
 ``import_tau2`` (``replay import``), ``build_report`` / ``run_html``
-(``replay report``); ``ExitCode`` says what the commands' exit statuses mean.
+(``replay report``), ``view`` (``replay view``); ``ExitCode`` says what the
+commands' exit statuses mean.
 
 One trial is a ``TrialPlan`` run by its mode (``run_trial``); the modes are
 entries of the public subpackage ``replay.modes`` (``review``, ``offline``,
@@ -77,6 +78,7 @@ if _typing.TYPE_CHECKING:
         UserSettings,
     )
     from .views._html import cassette_html, run_html
+    from .views._server import ViewServer, view
     from .worlds._diff import RowUpdate, StateDiff, TableDiff, value_diff
     from .worlds._world import Fixture, TrialConnection, World
 
@@ -111,6 +113,7 @@ _EXPORTS = {
     "RunSpec": ".runs._spec",
     "RedactionSettings": ".runs._spec",
     "UserSettings": ".runs._spec",
+    "ViewServer": ".views._server",
     "Scoring": ".cases._case",
     "StateDiff": ".worlds._diff",
     "Store": ".results._store",
@@ -153,6 +156,7 @@ _EXPORTS = {
     "suite_metrics": ".results._metrics",
     "two_proportion_test": ".results._metrics",
     "value_diff": ".worlds._diff",
+    "view": ".views._server",
     "write_junit": ".results._gate",
 }
 
@@ -212,6 +216,7 @@ __all__ = [
     "TrialPlan",
     "TrialResult",
     "UserSettings",
+    "ViewServer",
     "World",
     "build_report",
     "case_metrics",
@@ -240,5 +245,6 @@ __all__ = [
     "suite_metrics",
     "two_proportion_test",
     "value_diff",
+    "view",
     "write_junit",
 ]

@@ -160,6 +160,9 @@ REPLAY = [
     "promote",
     "suite_health",
     "write_junit",
+    # replay view
+    "ViewServer",
+    "view",
 ]
 
 GRADERS = [

@@ -29,6 +29,7 @@ from . import (
     runs,
     show,
     stub_llm,
+    view,
 )
 
 
@@ -66,6 +67,7 @@ for command in (
     judge.label,
     judge.judge_agreement_command,
     stub_llm.stub_llm,
+    view.view,
 ):
     cli.add_command(command)
 

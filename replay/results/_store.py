@@ -105,14 +105,22 @@ class Store:
 
     Args:
         path: The database file (created with its tables if missing).
+        create: Whether a missing file becomes a new store (else a ``ConfigError``).
+        read_only: Open the file read-only (``replay view``): it must hold a store of
+            this version, which is never changed, not even by a WAL checkpoint.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_PATH, *, create: bool = True) -> None:
+    def __init__(
+        self, path: str | Path = DEFAULT_PATH, *, create: bool = True, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
-        if not create and not self.path.exists():
+        if (read_only or not create) and not self.path.exists():
             raise ConfigError(
                 f"no results store at {self.path}; run `replay run` first or pass --store"
             )
+        if read_only:
+            self._open_read_only()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # Another process (a run being resumed or read) may hold the write lock a moment.
@@ -137,6 +145,30 @@ class Store:
             self._upgrade(version)
         if version < STORE_VERSION:
             self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
+
+    def _open_read_only(self) -> None:
+        try:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            self.db = sqlite_utils.Database(sqlite3.connect(uri, uri=True, timeout=30))
+            tables = self.db.table_names()
+            version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"{self.path} is not a results store ({exc})") from None
+        if "runs" not in tables:
+            self.db.conn.close()
+            raise ConfigError(f"{self.path} is not a results store (it has no runs); pass --store")
+        if version != STORE_VERSION:
+            self.db.conn.close()
+            newer = version > STORE_VERSION
+            raise ConfigError(
+                f"{self.path} was written by {'a newer' if newer else 'an older'} agent-replay "
+                f"(store version {version}; this one reads {STORE_VERSION} read-only): "
+                + (
+                    "upgrade agent-replay to read it"
+                    if newer
+                    else f"bring it up to date with `replay runs --store {self.path}` first"
+                )
+            )
 
     def _create(self) -> None:
         self.db["runs"].create(  # type: ignore[union-attr]

@@ -1,0 +1,374 @@
+"""The pages ``replay view`` serves: the run list, one run, one trial, two runs compared.
+
+Each address is an entry of ``ROUTES`` (its path segments, ``*`` for a name); a page
+reads the store and never writes it. Names come from users: every one goes through
+``_e`` in text and through ``_href`` (percent-encoded, a ``/`` in a case id included)
+in a link. An address naming no run, case or trial is a 404 page listing what exists.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from recorder import Cassette, ReplayError
+
+from ..results._compare import CaseChange, diff_runs
+from ..results._metrics import CaseCounts, suite_metrics
+from ..results._store import Store, TrialRow
+from ._html import _badge, _load, _page, _table, run_html, transcript_html
+
+_WORST = {"fail": 0, "error": 1, "unsupported": 2, "unknown": 3, "pass": 4}
+"""Trials that did not pass come first in a run's list of trial pages."""
+
+_CSS = (
+    "<style>nav{margin:.2em 0 1em;color:#666}nav a{margin-right:.4em}"
+    "tr.newly td{background:#fdecea}form#pick{margin:.8em 0}form#pick label{margin-right:1em}"
+    "</style>"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """What the server answers: an HTTP status and an HTML page, or a redirect."""
+
+    status: int
+    body: str
+    location: str | None = None
+
+
+class _Missing(ReplayError):
+    """Nothing at this address: what was asked for, and links to what exists."""
+
+    def __init__(self, message: str, *, exists: list[tuple[str, str]]) -> None:
+        super().__init__(message)
+        self.exists = exists
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _href(*segments: object) -> str:
+    """An address from path segments, each percent-encoded whole."""
+    return "/" + "/".join(quote(str(s), safe="") for s in segments)
+
+
+def _a(href: str, text: object, **attrs: str) -> str:
+    extra = "".join(f' {k}="{_e(v)}"' for k, v in attrs.items())
+    return f'<a href="{_e(href)}"{extra}>{_e(text)}</a>'
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _nav(*crumbs: tuple[str, str]) -> str:
+    links = " &rsaquo; ".join(_a(href, text) for text, href in (("runs", "/"), *crumbs))
+    return f"<nav>{links}</nav>"
+
+
+def _verdicts(counts: dict[str, int]) -> str:
+    return " ".join(f"{_badge(v)} {n}" for v, n in counts.items() if n) or "-"
+
+
+def _ok(title: str, body: str) -> Page:
+    return Page(200, _page(title, _CSS + body))
+
+
+def _run_names(store: Store) -> list[str]:
+    return list(reversed(store.runs()))
+
+
+def _known_run(store: Store, name: str) -> None:
+    if store.run(name) is None:
+        raise _Missing(
+            f"no run {name!r} in {store.path}",
+            exists=[(f"run {r}", _href("runs", r)) for r in _run_names(store)],
+        )
+
+
+def _suite_pass1(trials: list[TrialRow]) -> float | None:
+    by_case: dict[str, list[str]] = {}
+    for t in trials:
+        by_case.setdefault(t["case_id"], []).append(t["verdict"])
+    return suite_metrics(CaseCounts.from_trials(c, v) for c, v in by_case.items()).pass_hat.get(1)
+
+
+def runs_page(store: Store, query: dict[str, list[str]]) -> Page:
+    """Every run, newest first, and a form to compare two of them."""
+    runs = list(reversed(store.run_summaries()))
+    rows = []
+    for i, r in enumerate(runs):
+        name = r["name"]
+        older = runs[i + 1]["name"] if i + 1 < len(runs) else None
+        rows.append(
+            [
+                _a(_href("runs", name), name, **{"class": "run"}),
+                _e(r["mode"] or "-"),
+                _e(r["started"] or "-"),
+                _e(r["finished"] or "not finished"),
+                _e(r["trials"]),
+                _verdicts(r["verdicts"]),
+                _num(_suite_pass1(store.trials(name))),
+                _a(_href("compare", older, name), f"{older} → {name}") if older else "-",
+            ]
+        )
+    if not runs:
+        return _ok("runs", f"<h1>runs</h1><p>no run in {_e(store.path)}: `replay run` first</p>")
+    head = ["run", "mode", "created", "finished", "trials", "verdicts", "suite pass^1"]
+    table = _table([*head, "compare with the run before"], rows, "runs")
+
+    def options(selected: str | None) -> str:
+        return "".join(
+            f'<option value="{_e(r["name"])}"{" selected" if r["name"] == selected else ""}>'
+            f"{_e(r['name'])}</option>"
+            for r in runs
+        )
+
+    a = runs[1]["name"] if len(runs) > 1 else runs[0]["name"]
+    form = (
+        '<form id="pick" method="get" action="/compare"><b>compare</b> '
+        f'<label>A (before) <select name="a">{options(a)}</select></label>'
+        f'<label>B (after) <select name="b">{options(runs[0]["name"])}</select></label>'
+        '<button type="submit">compare</button></form>'
+    )
+    body = f"<h1>runs in {_e(store.path)}</h1>{form}{table}"
+    return _ok("runs", body)
+
+
+def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
+    """One run's viewer page (``run_html``), with links to its trials' own pages."""
+    _known_run(store, name)
+    trials = sorted(
+        store.trials(name), key=lambda t: (_WORST.get(t["verdict"], 3), t["case_id"], t["idx"])
+    )
+    rows = [
+        [
+            _e(t["case_id"]),
+            _e(t["idx"]),
+            _badge(t["verdict"]),
+            _a(_href("runs", name, "trials", t["case_id"], t["idx"]), "transcript"),
+        ]
+        for t in trials
+    ]
+    runs = store.runs()  # oldest first: compare with the run before, or else the one after
+    at = runs.index(name)
+    pair = (runs[at - 1], name) if at > 0 else (name, runs[1]) if len(runs) > 1 else None
+    compare = ""
+    if pair is not None:
+        compare = f" &middot; compare {_a(_href('compare', *pair), ' → '.join(pair))}"
+    top = (
+        _CSS
+        + _nav((f"run {name}", _href("runs", name)))
+        + f"<p>{_a('#trial-pages', 'one page per trial')}{compare}</p>"
+    )
+    bottom = '<h2 id="trial-pages">trial pages</h2>' + _table(
+        ["case", "trial", "verdict", "page"], rows, "trial-pages"
+    )
+    page = run_html(store, name)
+    start, body, end = page.partition("<body>")
+    if not body:  # the viewer's page changed shape: keep it whole, links after it
+        return Page(200, top + page + bottom)
+    inner, script, tail = end.rpartition("<script>")
+    if not script:
+        return Page(200, start + body + top + end + bottom)
+    return Page(200, start + body + top + inner + bottom + script + tail)
+
+
+def trial_page(store: Store, query: dict[str, list[str]], name: str, case: str, idx: str) -> Page:
+    """One trial: its verdict, cause and grades, then its cassette's transcript."""
+    _known_run(store, name)
+    by_case: dict[str, list[TrialRow]] = {}
+    for t in store.trials(name):
+        by_case.setdefault(t["case_id"], []).append(t)
+    if case not in by_case:
+        raise _Missing(
+            f"run {name!r} has no case {case!r}",
+            exists=[
+                (f"case {c}", _href("runs", name, "trials", c, rows[0]["idx"]))
+                for c, rows in by_case.items()
+            ],
+        )
+    row = next((t for t in by_case[case] if str(t["idx"]) == idx), None)
+    if row is None:
+        raise _Missing(
+            f"case {case!r} of run {name!r} has no trial {idx!r}",
+            exists=[
+                (f"trial {t['idx']} ({t['verdict']})", _href("runs", name, "trials", case, i))
+                for t in by_case[case]
+                for i in [t["idx"]]
+            ],
+        )
+    grades = [g for g in store.grades(name) if g["case_id"] == case and g["idx"] == row["idx"]]
+    grade_rows = [
+        [
+            _e(g["grader"]),
+            _badge(g["verdict"]),
+            _num(g["score"]) + (" (veto)" if g["veto"] else ""),
+            "<br>".join(_e(line) for line in g["evidence"]) or "-",
+        ]
+        for g in grades
+    ]
+    siblings = " ".join(
+        _a(_href("runs", name, "trials", case, t["idx"]), f"{t['idx']} ({t['verdict']})")
+        if t is not row
+        else f"<b>{_e(t['idx'])}</b>"
+        for t in by_case[case]
+    )
+    cause = "".join(
+        f'<div class="cause"><b>{_e(row["cause"])}</b>: {_e(line)}</div>'
+        for line in row["cause_detail"]
+        if row["cause"]
+    )
+    cassette = _load(row["cassette"], store)
+    transcript = (
+        transcript_html(cassette)
+        if isinstance(cassette, Cassette)
+        else f'<p class="note" id="no-transcript"><b>no transcript</b>: {_e(cassette)}</p>'
+    )
+    body = (
+        _nav(
+            (f"run {name}", _href("runs", name)),
+            (f"{case} trial {idx}", _href("runs", name, "trials", case, idx)),
+        )
+        + f"<h1>run {_e(name)}: case {_e(case)}, trial {_e(row['idx'])} "
+        + f"{_badge(row['verdict'])}</h1><p>trials of this case: {siblings}</p>{cause}"
+        + _table(["grader", "verdict", "score", "evidence"], grade_rows, "grades")
+        + f'<h2>transcript</h2><div id="transcript">{transcript}</div>'
+    )
+    return _ok(f"run {name}: {case} trial {idx}", body)
+
+
+def _failing_trial(change: CaseChange, trials: list[TrialRow]) -> TrialRow | None:
+    """B's trial behind ``change.failing_cassette`` (else its first that did not pass)."""
+    failing = [t for t in trials if t["verdict"] != "pass"]
+    chosen = [t for t in failing if t["cassette"] == change.failing_cassette]
+    return next(iter(chosen or failing), None)
+
+
+def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> Page:
+    """Two runs per case (``diff_runs``): newly failing cases first, linked to a failing trial."""
+    _known_run(store, a)
+    _known_run(store, b)
+    changes = diff_runs(store, a, b)
+    trials_b: dict[str, list[TrialRow]] = {}
+    for t in store.trials(b):
+        trials_b.setdefault(t["case_id"], []).append(t)
+    changes.sort(key=lambda c: (not c.newly_failing, c.change is None, c.change or 0.0, c.case_id))
+
+    def trial_link(c: CaseChange, text: str) -> str:
+        t = _failing_trial(c, trials_b.get(c.case_id, []))
+        if t is None:
+            return _e(text)
+        return _a(_href("runs", b, "trials", c.case_id, t["idx"]), text, **{"class": "failing"})
+
+    newly = [c for c in changes if c.newly_failing]
+    items = "".join(
+        f"<li>{trial_link(c, c.case_id)}: pass^1 {_num(c.pass1_a)} &rarr; {_num(c.pass1_b)}"
+        f" (p {_num(c.p_value)})</li>"
+        for c in newly
+    )
+    listed = f'<ol id="newly-failing">{items}</ol>' if newly else "<p>no case newly fails</p>"
+    rows = []
+    for c in changes:
+        mark = ""
+        if c.significant and (c.change or 0) != 0:
+            mark = " worse" if (c.change or 0) < 0 else " better"
+        k = f"k={c.pass_k[0]}: {_num(c.pass_k[1])} &rarr; {_num(c.pass_k[2])}" if c.pass_k else "-"
+        rows.append(
+            (
+                c.newly_failing,
+                [
+                    trial_link(c, c.case_id) if c.b.c < c.b.n else _e(c.case_id),
+                    _num(c.pass1_a),
+                    _num(c.pass1_b),
+                    ("-" if c.change is None else f"{c.change:+.3f}") + mark,
+                    _num(c.p_value),
+                    k,
+                    _verdicts(dict(c.a.verdicts)),
+                    _verdicts(dict(c.b.verdicts)),
+                    "newly failing" if c.newly_failing else "",
+                ],
+            )
+        )
+    head = ["case", f"{a} pass^1", f"{b} pass^1", "change", "p", "pass^k A → B"]
+    ths = "".join(f"<th>{_e(h)}</th>" for h in [*head, "A verdicts", "B verdicts", ""])
+    trs = "".join(
+        ("<tr class=newly><td>" if is_new else "<tr><td>") + "</td><td>".join(cells) + "</td></tr>"
+        for is_new, cells in rows
+    )
+    body = (
+        _nav((f"{a} → {b}", _href("compare", a, b)))
+        + f"<h1>{_a(_href('runs', a), a)} &rarr; {_a(_href('runs', b), b)}</h1>"
+        + f"<h2>newly failing in {_e(b)}</h2>{listed}<h2>per case</h2>"
+        + f'<table id="changes"><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>'
+        + '<p class="meta">change: B minus A; worse or better when the two-proportion test '
+        + "puts it beyond noise (p &lt; 0.05)</p>"
+    )
+    return _ok(f"{a} → {b}", body)
+
+
+def pick_page(store: Store, query: dict[str, list[str]]) -> Page:
+    """The run list's form, ``/compare?a=A&b=B``: sent on to ``/compare/A/B``."""
+    a, b = (query.get(key, [""])[0] for key in ("a", "b"))
+    if not a or not b:
+        raise _Missing("compare which runs? pick A and B on the run list", exists=[])
+    return Page(303, "", location=_href("compare", a, b))
+
+
+Route = Callable[..., Page]
+ROUTES: list[tuple[tuple[str, ...], Route]] = [
+    ((), runs_page),
+    (("runs", "*"), run_page),
+    (("runs", "*", "trials", "*", "*"), trial_page),
+    (("compare",), pick_page),
+    (("compare", "*", "*"), compare_page),
+]
+"""Each address: its path segments (``*`` matches any one, percent-decoded) and its page."""
+
+
+def _route(segments: list[str]) -> tuple[Route, list[str]] | None:
+    for pattern, page in ROUTES:
+        if len(pattern) == len(segments) and all(
+            p in ("*", s) for p, s in zip(pattern, segments, strict=True)
+        ):
+            return page, [s for p, s in zip(pattern, segments, strict=True) if p == "*"]
+    return None
+
+
+def _missing(message: str, exists: list[tuple[str, str]]) -> Page:
+    links = "".join(f"<li>{_a(href, text)}</li>" for text, href in exists)
+    known = f'<p>what there is:</p><ul id="exists">{links}</ul>' if exists else ""
+    body = f'{_nav()}<h1>not found</h1><p id="missing">{_e(message)}</p>{known}'
+    return Page(404, _page("not found", _CSS + body))
+
+
+def render(store_path: Path, target: str) -> Page:
+    """The page at ``target`` (a request's path and query) of the store at ``store_path``.
+
+    The store is opened read-only for this request alone (a connection is one thread's);
+    a store that cannot be opened any more is a page saying why.
+    """
+    parts = urlsplit(target)
+    segments = [unquote(s) for s in parts.path.split("/") if s]
+    try:
+        store = Store(store_path, read_only=True)
+    except ReplayError as exc:
+        return Page(503, _page("store unavailable", f'<p class="note">{_e(exc)}</p>'))
+    try:
+        found = _route(segments)
+        if found is None:
+            exists = [("the run list", "/")]
+            exists += [(f"run {r}", _href("runs", r)) for r in _run_names(store)]
+            return _missing(f"no page at {parts.path}", exists)
+        page, params = found
+        try:
+            return page(store, parse_qs(parts.query), *params)
+        except _Missing as missing:
+            return _missing(str(missing), missing.exists)
+    finally:
+        store.db.conn.close()
