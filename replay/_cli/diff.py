@@ -50,7 +50,15 @@ def _cassettes_json(result: CassetteDiff) -> dict[str, Any]:
         "same": result.same,
         "divergence": None
         if d is None
-        else {"step": d.step, "kind": d.kind, "a": d.a, "b": d.b, "arguments": d.arguments},
+        else {
+            "call": d.call,
+            "step_a": d.step_a,
+            "step_b": d.step_b,
+            "kind": d.kind,
+            "a": d.a,
+            "b": d.b,
+            "arguments": d.arguments,
+        },
         "state": result.state,
         "answers": list(result.answers) if result.answers else None,
     }

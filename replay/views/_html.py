@@ -24,7 +24,7 @@ from recorder import (
 )
 
 from ..results._causes import CauseGroup
-from ..results._compare import diff_cassettes
+from ..results._compare import diff_cassettes, step_numbers
 from ..results._report import CaseReport, build_report, worst_first
 from ..results._store import GradeRow, Store, TrialRow
 from ._transcript import (
@@ -298,22 +298,26 @@ def _load(path: str | None, store: Store) -> Cassette | str:
 
 
 def _calls(cassette: Cassette) -> list[str]:
+    """The agent's tool calls, each after its step number in the transcript."""
     return [
-        f"{e.name}({', '.join(f'{k}={v!r}' for k, v in e.args.items())})"
-        for e in cassette.events
-        if isinstance(e, ToolEvent)
+        f'<span class="meta">step {n}</span> '
+        + _e(f"{e.name}({', '.join(f'{k}={v!r}' for k, v in e.args.items())})")
+        for e, n in step_numbers(cassette)
     ]
 
 
 def compare_html(a: Cassette, b: Cassette, label_a: str, label_b: str) -> str:
-    """Two trials' tool calls side by side, the first divergence marked, then state differences."""
+    """Two trials' tool calls side by side, the first divergence marked, then state differences.
+
+    Row ``#`` is the agent's n-th tool call; each call shows its step in its own transcript.
+    """
     diff = diff_cassettes(a, b)
     calls_a, calls_b = _calls(a), _calls(b)
-    mark = diff.divergence.step if diff.divergence else 0
+    mark = diff.divergence.call if diff.divergence else 0
     rows = "".join(
         f"<tr{' class=diverge' if i == mark else ''}><td>{i}</td>"
-        f"<td>{_e(calls_a[i - 1]) if i <= len(calls_a) else '&mdash;'}</td>"
-        f"<td>{_e(calls_b[i - 1]) if i <= len(calls_b) else '&mdash;'}</td></tr>"
+        f"<td>{calls_a[i - 1] if i <= len(calls_a) else '&mdash;'}</td>"
+        f"<td>{calls_b[i - 1] if i <= len(calls_b) else '&mdash;'}</td></tr>"
         for i in range(1, max(len(calls_a), len(calls_b)) + 1)
     )
     what = diff.divergence.describe() if diff.divergence else "the same tool calls"

@@ -145,6 +145,9 @@ def test_report_page_is_self_contained_and_complete(viewer: Viewer) -> None:
         assert all(bool(is_open) == (c != "pass") for c, is_open in classes)
     # A failing trial is compared with the first passing one, from the transcript's calls.
     assert "<th>B: trial 1 (pass)</th>" in page
+    # Its calls carry their transcript's step numbers, as `replay show` and `diff` give them.
+    assert '<td>1</td><td><span class="meta">step 2</span> lookup_order(order_id=4812)' in page
+    assert re.search(r"first divergence:</b> step \d+", page)
 
 
 def test_show_html_writes_one_transcript(viewer: Viewer) -> None:
