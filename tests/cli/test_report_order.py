@@ -167,7 +167,10 @@ def test_the_terminal_report_groups_failures_by_cause_first(
     assert "…" not in out
 
 
-def test_cases_come_worst_first_in_the_terminal_report(tmp_path: Path) -> None:
+def test_cases_come_worst_first_in_the_terminal_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # off a terminal: the table is never cut
     store = Store(tmp_path / "r.db")
     store.start_run("r", {}, {})
     verdicts = {
