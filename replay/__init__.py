@@ -50,6 +50,7 @@ if _typing.TYPE_CHECKING:
     )
     from .modes._command import AgentCommand
     from .results._calibration import JudgeAgreement, judge_agreement
+    from .results._causes import CauseGroup, FailedTrial, FailureCause
     from .results._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
     from .results._gate import GateCheck, GateResult, Thresholds, gate, write_junit
     from .results._health import HealthFlag, graduate, suite_health
@@ -91,9 +92,12 @@ _EXPORTS = {
     "CaseMetrics": ".results._metrics",
     "CaseReport": ".results._report",
     "CassetteDiff": ".results._compare",
+    "CauseGroup": ".results._causes",
     "Divergence": ".results._compare",
     "Environment": ".modes",
     "ExitCode": "._exit",
+    "FailedTrial": ".results._causes",
+    "FailureCause": ".results._causes",
     "JudgeAgreement": ".results._calibration",
     "Limits": ".modes",
     "McpServer": ".channels._mcp_proxy",
@@ -182,10 +186,13 @@ __all__ = [
     "CaseMetrics",
     "CaseReport",
     "CassetteDiff",
+    "CauseGroup",
     "Divergence",
     "Environment",
     "ExecutorSettings",
     "ExitCode",
+    "FailedTrial",
+    "FailureCause",
     "FaultSettings",
     "Fixture",
     "GateCheck",

@@ -24,7 +24,8 @@ def diff(a: str, b: str, store: Path, as_json: bool) -> None:
     """Compare A and B: two cassette files, or two run names in the store.
 
     Cassettes: the first step where the tool calls diverge and why (another
-    tool, other arguments, one stopped), then the rows one trial changed and
+    tool, other arguments, one stopped), its step numbered as `replay show`
+    numbers each trial's steps, then the rows one trial changed and
     the other did not, then the final answers. Runs: per case, pass rates
     side by side, the change, whether it is larger than noise (two-proportion
     test), and the cases that newly fail with a failing trial to read.
@@ -50,7 +51,15 @@ def _cassettes_json(result: CassetteDiff) -> dict[str, Any]:
         "same": result.same,
         "divergence": None
         if d is None
-        else {"step": d.step, "kind": d.kind, "a": d.a, "b": d.b, "arguments": d.arguments},
+        else {
+            "call": d.call,
+            "step_a": d.step_a,
+            "step_b": d.step_b,
+            "kind": d.kind,
+            "a": d.a,
+            "b": d.b,
+            "arguments": d.arguments,
+        },
         "state": result.state,
         "answers": list(result.answers) if result.answers else None,
     }

@@ -26,9 +26,12 @@ from ..views._terminal import console, render_report
 def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None:
     """Report RUN: per case n, c, pass^1, pass^k and verdicts; suite pass^k; failures.
 
-    unknown, unsupported and error trials are counted and shown, and kept
-    out of the pass rates. With --html, writes the viewer page instead of
-    printing the table.
+    Cases come worst first. The trials that did not pass are listed by
+    cause (assertion failed, rule veto, judge unknown, agent error, timeout,
+    limit, sandbox violation, unsupported, infrastructure), with counts,
+    then each case's evidence. unknown, unsupported and error trials are
+    counted and shown, and kept out of the pass rates. With --html, writes
+    the viewer page instead of printing the table.
     """
     if html_file is not None and as_json:
         raise click.UsageError("--html and --json cannot be used together")

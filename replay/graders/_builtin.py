@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from recorder import HttpEvent, ToolEvent, ViolationEvent, llm_call
+from recorder import Event, HttpEvent, ToolEvent, ViolationEvent, llm_call
 
 from ._core import Grade, Trial, Verdict, grader
 from ._expr import Context
@@ -20,6 +20,15 @@ from ._reference import matches_reference as grade_reference
 
 LOOP_REPEATS = 3
 """The same tool with the same arguments this many times is a loop."""
+
+
+def step_order(events: Sequence[Event]) -> list[Event]:
+    """The events as a transcript tells them: by start time.
+
+    ``replay show`` numbers its steps from 1 in this order, and ``replay diff`` names
+    steps by those numbers.
+    """
+    return sorted(events, key=lambda e: e.t)
 
 
 def agent_calls(events: Sequence[object]) -> list[ToolEvent]:

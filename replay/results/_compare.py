@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from recorder import Cassette, ConfigError, ToolEvent
 
-from ..graders._builtin import agent_calls
+from ..graders._builtin import agent_calls, step_order
 from ..worlds._diff import StateDiff, value_diff
 from ._metrics import CaseCounts, case_metrics, two_proportion_test
 from ._store import Store, TrialRow
@@ -19,25 +19,38 @@ SIGNIFICANCE = 0.05
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """The first step where two trials' tool calls differ."""
+    """The first of the agent's tool calls where two trials differ."""
 
-    step: int
-    """1-based index in the tool-call sequence."""
+    call: int
+    """1-based index in the sequence of the agent's tool calls."""
+    step_a: int | None
+    """The call's step in A as ``replay show`` numbers A's steps (None: A stopped)."""
+    step_b: int | None
+    """The call's step in B, as ``replay show`` numbers B's (None: B stopped)."""
     kind: Literal["tool", "arguments", "a stopped", "b stopped"]
     a: str | None
     b: str | None
     arguments: list[str] = field(default_factory=list)
     """Argument-level changes from A to B (same tool)."""
 
+    @property
+    def where(self) -> str:
+        """The steps, as ``replay show`` numbers them: ``step 4``, or ``step 4 in A, 6 in B``."""
+        if self.step_a == self.step_b or self.step_b is None:
+            return f"step {self.step_a}" + (" in A" if self.step_b is None else "")
+        if self.step_a is None:
+            return f"step {self.step_b} in B"
+        return f"step {self.step_a} in A, {self.step_b} in B"
+
     def describe(self) -> str:
-        """One line saying where and why."""
+        """One line saying where (``replay show``'s step numbers) and why."""
         if self.kind == "tool":
-            return f"step {self.step}: A called {self.a}, B called {self.b}"
+            return f"{self.where}: A called {self.a}, B called {self.b}"
         if self.kind == "arguments":
             changes = "; ".join(self.arguments)
-            return f"step {self.step}: both called {self.a}, with different arguments: {changes}"
+            return f"{self.where}: both called {self.a}, with different arguments: {changes}"
         stopped, other = ("A", self.b) if self.kind == "a stopped" else ("B", self.a)
-        return f"step {self.step}: {stopped} stopped; the other went on with {other}"
+        return f"{self.where}: {stopped} stopped; the other went on with {other}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,25 +73,36 @@ def _call(event: ToolEvent) -> str:
     return f"{event.name}({', '.join(f'{k}={v!r}' for k, v in event.args.items())})"
 
 
+def step_numbers(cassette: Cassette) -> list[tuple[ToolEvent, int]]:
+    """The agent's tool calls (``agent_calls``), each with its step in ``replay show``."""
+    number = {id(e): n for n, e in enumerate(step_order(cassette.events), 1)}
+    return [(call, number[id(call)]) for call in agent_calls(cassette.events)]
+
+
 def diff_cassettes(a: Cassette, b: Cassette) -> CassetteDiff:
-    """Compare two trials: first divergence, then world changes, then answers."""
-    calls_a, calls_b = agent_calls(a.events), agent_calls(b.events)
+    """Compare two trials: first divergence, then world changes, then answers.
+
+    The divergence names the call's steps as ``replay show`` numbers each trial's steps.
+    """
+    calls_a, calls_b = step_numbers(a), step_numbers(b)
     divergence = None
-    for step, (x, y) in enumerate(zip(calls_a, calls_b, strict=False), 1):
+    for call, ((x, sa), (y, sb)) in enumerate(zip(calls_a, calls_b, strict=False), 1):
         if x.name != y.name:
-            divergence = Divergence(step, "tool", _call(x), _call(y))
+            divergence = Divergence(call, sa, sb, "tool", _call(x), _call(y))
             break
         changes = value_diff(x.args, y.args)
         if changes:
-            divergence = Divergence(step, "arguments", x.name, y.name, changes)
+            divergence = Divergence(call, sa, sb, "arguments", x.name, y.name, changes)
             break
     else:
         if len(calls_a) != len(calls_b):
-            step = min(len(calls_a), len(calls_b)) + 1
+            call = min(len(calls_a), len(calls_b)) + 1
             if len(calls_a) < len(calls_b):
-                divergence = Divergence(step, "a stopped", None, _call(calls_b[step - 1]))
+                x, sb = calls_b[call - 1]
+                divergence = Divergence(call, None, sb, "a stopped", None, _call(x))
             else:
-                divergence = Divergence(step, "b stopped", _call(calls_a[step - 1]), None)
+                x, sa = calls_a[call - 1]
+                divergence = Divergence(call, sa, None, "b stopped", _call(x), None)
     summary_a, summary_b = a.summary(), b.summary()
     state = state_differences(
         StateDiff.from_delta(summary_a.state_diff or {}),

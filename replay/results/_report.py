@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from recorder import ConfigError
 
 from ..graders import Cause
+from ._causes import CauseGroup, cause_groups
 from ._metrics import CaseCounts, CaseMetrics, SuiteMetrics, case_metrics, suite_metrics
-from ._store import Store, TrialRow
+from ._store import GradeRow, Store, TrialRow
 from ._tooluse import ToolUse, run_tool_use
 
 
@@ -48,6 +50,25 @@ class RunReport:
     """Per limit that fired in the run's trials: how many trials it cut (each an ``error``)."""
     trials: list[TrialRow] = field(default_factory=list)
     """Every trial, by case and index, as the store holds it."""
+    causes: list[CauseGroup] = field(default_factory=list)
+    """Every failure cause, in ``FailureCause`` order (empty ones too), each with the trials
+    it is the primary cause of: the trials that did not pass, one cause each."""
+
+
+def worst_first(cases: Iterable[CaseReport]) -> list[CaseReport]:
+    """Cases ordered worst first, as the terminal report and the viewer list them.
+
+    Lowest pass^1 first, a case with no graded trial (every one error, unsupported or
+    unknown) before any; then the case with more trials that did not pass (so one with
+    errors or unsupported trials comes before an all-pass one of the same pass^1); then by id.
+    """
+
+    def key(case: CaseReport) -> tuple[float, int, str]:
+        counts = case.metrics.counts
+        pass1 = case.metrics.pass_hat.get(1, -1.0)
+        return (pass1, counts.c - sum(counts.verdicts.values()), case.case_id)
+
+    return sorted(cases, key=key)
 
 
 def build_report(store: Store, name: str) -> RunReport:
@@ -64,12 +85,14 @@ def build_report(store: Store, name: str) -> RunReport:
     evidence: dict[str, Counter[str]] = {}
     user: dict[str, Counter[str]] = {}
     verdicts: dict[str, dict[str, Counter[str]]] = {}
+    by_trial: dict[tuple[str, int], list[GradeRow]] = {}
     for trial in trials:  # an error no grade is to blame for: whose it is, or a limit
         if trial["cause"]:
             into = user if trial["cause"] == Cause.USER.value else evidence
             for line in trial["cause_detail"]:
                 into.setdefault(trial["case_id"], Counter())[f"{trial['cause']}: {line}"] += 1
     for grade in store.grades(name):
+        by_trial.setdefault((grade["case_id"], grade["idx"]), []).append(grade)
         by_grader = verdicts.setdefault(grade["case_id"], {})
         by_grader.setdefault(grade["grader"], Counter())[grade["verdict"]] += 1
         if grade["verdict"] != "pass":
@@ -99,7 +122,10 @@ def build_report(store: Store, name: str) -> RunReport:
             )
         )
     guards = dict(Counter(guard for t in trials for guard in t["guards"]))
-    return RunReport(name, run["pins"], cases, suite_metrics(counts), overall, guards, trials)
+    causes = cause_groups(trials, by_trial)
+    return RunReport(
+        name, run["pins"], cases, suite_metrics(counts), overall, guards, trials, causes
+    )
 
 
 def _worst_first(lines: Counter[str]) -> list[tuple[str, int]]:
@@ -118,8 +144,13 @@ def _worst_first(lines: Counter[str]) -> list[tuple[str, int]]:
 
 
 def report_json(report: RunReport) -> dict[str, Any]:
-    """The report as JSON-ready data."""
+    """The report as JSON-ready data.
+
+    ``causes`` lists every failure cause in order with its count and trials; each trial
+    in ``trials`` names its own (``failure``, null for a pass).
+    """
     suite = report.suite
+    primary = {(t.case_id, t.idx): g.name for g in report.causes for t in g.trials}
     return {
         "run": report.name,
         "pins": report.pins,
@@ -133,6 +164,17 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "tool_use": report.tool_use.to_json(),
             "guards": report.guards,
         },
+        "causes": [
+            {
+                "cause": group.name,
+                "count": group.count,
+                "trials": [
+                    {"case": t.case_id, "idx": t.idx, "detail": t.detail, "cassette": t.cassette}
+                    for t in group.trials
+                ],
+            }
+            for group in report.causes
+        ],
         "cases": [
             {
                 "case": c.case_id,
@@ -156,6 +198,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "case": t["case_id"],
                 "idx": t["idx"],
                 "verdict": t["verdict"],
+                "failure": primary.get((t["case_id"], t["idx"])),
                 "cause": t["cause"],
                 "cause_detail": t["cause_detail"],
                 "guards": t["guards"],

@@ -23,8 +23,9 @@ from recorder import (
     read_cassette,
 )
 
-from ..results._compare import diff_cassettes
-from ..results._report import CaseReport, build_report
+from ..results._causes import CauseGroup
+from ..results._compare import diff_cassettes, step_numbers
+from ..results._report import CaseReport, build_report, worst_first
 from ..results._store import GradeRow, Store, TrialRow
 from ._transcript import (
     Step,
@@ -75,6 +76,11 @@ document.addEventListener("toggle", function (e) {
   s.insertAdjacentHTML("afterend", s.textContent.replace(/<\\([\/!])/g, "<$1"));
   s.remove();
 }, true);
+document.addEventListener("click", function (e) {
+  var a = e.target.closest && e.target.closest("a.to-trial");
+  var s = a && document.getElementById(a.getAttribute("href").slice(1));
+  if (s && s.parentNode.tagName === "DETAILS") s.parentNode.open = true;
+});
 document.querySelectorAll("table.sortable th").forEach(function (th) {
   th.addEventListener("click", function () {
     var col = th.cellIndex, asc = th.dataset.dir !== "asc", body = th.closest("table").tBodies[0];
@@ -292,22 +298,26 @@ def _load(path: str | None, store: Store) -> Cassette | str:
 
 
 def _calls(cassette: Cassette) -> list[str]:
+    """The agent's tool calls, each after its step number in the transcript."""
     return [
-        f"{e.name}({', '.join(f'{k}={v!r}' for k, v in e.args.items())})"
-        for e in cassette.events
-        if isinstance(e, ToolEvent)
+        f'<span class="meta">step {n}</span> '
+        + _e(f"{e.name}({', '.join(f'{k}={v!r}' for k, v in e.args.items())})")
+        for e, n in step_numbers(cassette)
     ]
 
 
 def compare_html(a: Cassette, b: Cassette, label_a: str, label_b: str) -> str:
-    """Two trials' tool calls side by side, the first divergence marked, then state differences."""
+    """Two trials' tool calls side by side, the first divergence marked, then state differences.
+
+    Row ``#`` is the agent's n-th tool call; each call shows its step in its own transcript.
+    """
     diff = diff_cassettes(a, b)
     calls_a, calls_b = _calls(a), _calls(b)
-    mark = diff.divergence.step if diff.divergence else 0
+    mark = diff.divergence.call if diff.divergence else 0
     rows = "".join(
         f"<tr{' class=diverge' if i == mark else ''}><td>{i}</td>"
-        f"<td>{_e(calls_a[i - 1]) if i <= len(calls_a) else '&mdash;'}</td>"
-        f"<td>{_e(calls_b[i - 1]) if i <= len(calls_b) else '&mdash;'}</td></tr>"
+        f"<td>{calls_a[i - 1] if i <= len(calls_a) else '&mdash;'}</td>"
+        f"<td>{calls_b[i - 1] if i <= len(calls_b) else '&mdash;'}</td></tr>"
         for i in range(1, max(len(calls_a), len(calls_b)) + 1)
     )
     what = diff.divergence.describe() if diff.divergence else "the same tool calls"
@@ -326,7 +336,14 @@ def compare_html(a: Cassette, b: Cassette, label_a: str, label_b: str) -> str:
     return "".join(out)
 
 
-def _trial(row: TrialRow, grades: list[GradeRow], view: str, compare: str, eager: bool) -> str:
+def _anchor(case: int, idx: int) -> str:
+    """The id of the ``case``-th case section's trial ``idx`` (on its ``<summary>``)."""
+    return f"case-{case}-trial-{idx}"
+
+
+def _trial(
+    row: TrialRow, grades: list[GradeRow], view: str, compare: str, eager: bool, anchor: str
+) -> str:
     """One trial as ``<details>``: open with its body if ``eager``, else closed and inert."""
     verdict = row["verdict"]
     given, taken = row.get("input_tokens"), row.get("output_tokens")
@@ -363,16 +380,20 @@ def _trial(row: TrialRow, grades: list[GradeRow], view: str, compare: str, eager
     body += compare + view
     return (
         f'<details class="trial trial-{_e(verdict)}"{" open" if eager else ""}>'
-        f"<summary>{head}</summary>{body if eager else _inert(body)}</details>"
+        f'<summary id="{_e(anchor)}">{head}</summary>'
+        f"{body if eager else _inert(body)}</details>"
     )
 
 
 def _case_table(cases: list[CaseReport]) -> str:
-    """The sortable per-case table: each cell carries its sort key in ``data-v``."""
-    kmax = max((c.metrics.counts.n for c in cases), default=1)
-    ths = "".join(
-        f"<th>{_e(h)}</th>" for h in ("case", "suite", "n", "c", "pass^1", f"pass^{kmax}")
-    )
+    """The sortable per-case table: each cell carries its sort key in ``data-v``.
+
+    A pass^k column for the largest k a case reaches, when some case reaches k > 1 (none
+    when no case has two graded trials: every one error or unsupported, or k = 1).
+    """
+    kmax = max((c.metrics.counts.n for c in cases), default=0)
+    heads = ["case", "suite", "n", "c", "pass^1", *([f"pass^{kmax}"] if kmax > 1 else [])]
+    ths = "".join(f"<th>{_e(h)}</th>" for h in heads)
     rows = []
     for i, case in enumerate(cases):
         counts, hat = case.metrics.counts, case.metrics.pass_hat
@@ -382,7 +403,7 @@ def _case_table(cases: list[CaseReport]) -> str:
             (counts.n, str(counts.n)),
             (counts.c, str(counts.c)),
             (hat.get(1, -1), _num(hat.get(1))),
-            (hat.get(kmax, -1), _num(hat.get(kmax))),
+            *([(hat.get(kmax, -1), _num(hat.get(kmax)))] if kmax > 1 else []),
             (
                 sum(counts.verdicts.values()) - counts.c,
                 " ".join(f"{_badge(v)} {n}" for v, n in counts.verdicts.items() if n),
@@ -448,12 +469,37 @@ def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, page
         eager = t["verdict"] != "pass" and pages.eager > 0
         pages.eager -= eager
         pages.closed += t["verdict"] != "pass" and not eager
-        out.append(_trial(t, grades.get(t["idx"], []), pages.view(t["cassette"]), compare, eager))
+        view = pages.view(t["cassette"])
+        anchor = _anchor(i, t["idx"])
+        out.append(_trial(t, grades.get(t["idx"], []), view, compare, eager, anchor))
     return "".join(out)
+
+
+def _causes(groups: list[CauseGroup], sections: dict[str, int]) -> str:
+    """The trials that did not pass by primary cause: counts, then each cause's trials linked."""
+    groups = [g for g in groups if g.count]
+    if not groups:
+        return '<h2>failures by cause</h2><p class="meta" id="causes">no trial failed</p>'
+    rows = [[_e(g.name), str(g.count)] for g in groups]
+    out = ["<h2>failures by cause</h2>", _table(["cause", "trials"], rows, "causes")]
+    for group in groups:
+        items = "".join(
+            f'<li><a class="to-trial" href="#{_anchor(sections[t.case_id], t.idx)}">'
+            f"{_e(t.case_id)}#{t.idx}</a> {_e(t.detail)}</li>"
+            for t in group.trials
+        )
+        out.append(
+            f'<div class="cause-group" data-cause="{_e(group.name)}">'
+            f"<h3>{_e(group.name)} ({group.count})</h3><ul>{items}</ul></div>"
+        )
+    return f'<div id="causes">{"".join(out)}</div>'
 
 
 def run_html(store: Store, name: str) -> str:
     """The whole page for a stored run (``replay report RUN --html``).
+
+    Its summary, the trials that did not pass by primary cause (each linked to the trial),
+    the per-case table worst first, then each case's trials.
 
     Raises:
         ConfigError: No such run in the store.
@@ -467,15 +513,13 @@ def run_html(store: Store, name: str) -> str:
         totals += f"; pass^1 {_num(suite.pass_hat[1])}, pass^{ks[-1]} "
         totals += f"{_num(suite.pass_hat[ks[-1]])}, pass@{ks[-1]} {_num(suite.pass_at[ks[-1]])}"
     pins = [[_e(k), _e(_json(v))] for k, v in report.pins.items()]
-    # Failures first: a case with any trial that did not pass comes before the all-pass ones.
-    cases = sorted(
-        report.cases, key=lambda c: c.metrics.counts.c == sum(c.metrics.counts.verdicts.values())
-    )
+    cases = worst_first(report.cases)
+    sections = {c.case_id: i for i, c in enumerate(cases)}
     out = [
         f'<h1>run {_e(name)}</h1><h2>summary</h2><p id="totals"><b>trials:</b> {totals}</p>',
         f'<div class="flex">{_table(["pin", "value"], pins, "pins")}<div id="curves">',
         curves_svg({k: suite.pass_at[k] for k in ks}, {k: suite.pass_hat[k] for k in ks}),
-        f"</div></div><h2>cases</h2>{_case_table(cases)}",
+        f"</div></div>{_causes(report.causes, sections)}<h2>cases</h2>{_case_table(cases)}",
     ]
     trials: dict[str, list[TrialRow]] = {}
     grades: dict[str, dict[int, list[GradeRow]]] = {}

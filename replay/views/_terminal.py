@@ -26,7 +26,7 @@ from recorder import (
 
 from ..results._calibration import JudgeAgreement
 from ..results._compare import CaseChange, CassetteDiff
-from ..results._report import RunReport
+from ..results._report import RunReport, worst_first
 from ._transcript import (
     Step,
     delta_lines,
@@ -176,9 +176,14 @@ def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
 
 
 def render_report(result: RunReport, out: Console) -> None:
-    """A run's report: the per-case table, the suite's pass^k, tool use, why trials failed."""
+    """A run's report: the per-case table, the suite's pass^k, tool use, why trials failed.
+
+    Cases come worst first (``worst_first``); the trials that did not pass are listed by
+    their primary cause, with counts, before each case's evidence.
+    """
     run = result.name
-    kmax = max((c.metrics.counts.n for c in result.cases), default=0)
+    cases = worst_first(result.cases)
+    kmax = max((c.metrics.counts.n for c in cases), default=0)
     columns = [
         "case",
         "suite",
@@ -193,7 +198,7 @@ def render_report(result: RunReport, out: Console) -> None:
         table.add_column(
             column, justify="left" if column in ("case", "suite", "verdicts") else "right"
         )
-    for case in result.cases:
+    for case in cases:
         counts, metrics = case.metrics.counts, case.metrics
         verdicts = ", ".join(f"{v} {n}" for v, n in counts.verdicts.items() if n)
         table.add_row(
@@ -247,14 +252,15 @@ def render_report(result: RunReport, out: Console) -> None:
     if result.guards:
         fired = ", ".join(f"{guard} {n}" for guard, n in result.guards.items())
         out.print(f"limits hit (error trials, cause limit): {fired}")
-    for case in result.cases:
+    _render_causes(result, out)
+    for case in cases:
         if case.failures:
             out.print(f"\n[bold]{escape(case.case_id)}[/] failed because:")
             for line, times in case.failures:
                 out.print(f"  {times} x {escape(line)}")
             if case.failing_cassette:
                 out.print(f"  read: replay show {escape(case.failing_cassette)}")
-    for case in result.cases:
+    for case in cases:
         if case.user_failures:
             out.print(
                 f"\n[bold]{escape(case.case_id)}[/]: the simulated user failed "
@@ -262,6 +268,19 @@ def render_report(result: RunReport, out: Console) -> None:
             )
             for line, times in case.user_failures:
                 out.print(f"  {times} x {escape(line)}")
+
+
+def _render_causes(result: RunReport, out: Console) -> None:
+    """The trials that did not pass by primary cause: the counts, then each cause's trials."""
+    groups = [g for g in result.causes if g.count]
+    if not groups:
+        return
+    out.print("\n[bold]Failures by cause[/]: " + ", ".join(f"{g.name} {g.count}" for g in groups))
+    for group in groups:
+        out.print(f"  {escape(group.name)} ({group.count}):")
+        for t in group.trials:
+            detail = f"  {escape(_short(t.detail, 200))}" if t.detail else ""
+            out.print(f"    {escape(t.case_id)}#{t.idx}{detail}")
 
 
 def render_cassette_diff(result: CassetteDiff, out: Console) -> None:

@@ -22,6 +22,8 @@ from recorder import (
     load_json,
 )
 
+from ..graders._builtin import step_order
+
 StepKind = Literal["llm", "http", "tool", "user", "error", "warning", "violation"]
 
 
@@ -40,9 +42,9 @@ class Step:
 
 
 def steps(cassette: Cassette) -> list[Step]:
-    """Return the cassette's events as steps, ordered by start time."""
+    """Return the cassette's events as steps, ordered by start time (``step_order``)."""
     out: list[Step] = []
-    for event in sorted(cassette.events, key=lambda e: e.t):
+    for event in step_order(cassette.events):
         index = len(out) + 1
         if isinstance(event, HttpEvent):
             call = llm_call(event)

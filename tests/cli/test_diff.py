@@ -31,14 +31,18 @@ def test_two_cassettes_name_the_step_tool_argument_and_row(tmp_path: Path) -> No
     b = trial(tmp_path / "b.cassette", ScriptedPolicy(turns, final=refund_policy().final))
     code, out, _ = replay("diff", str(a), str(b))
     assert code == 0
+    # The agent's second call, which `replay show` calls step 4 (after LLM, tool, LLM).
     assert (
-        "first divergence step 2: both called issue_refund, with different arguments: "
+        "first divergence step 4: both called issue_refund, with different arguments: "
         "['amount']: 35.0 -> 30.0"
     ) in out
     assert "refunds[1] inserted differently: ['amount']: 35.0 -> 30.0" in out
+    _, shown, _ = replay("show", str(a))
+    assert "\n4. tool issue_refund(order_id=4812, amount=35.0" in shown
     code, out, _ = replay("diff", str(a), str(b), "--json")
-    data = json.loads(out)
-    assert data["divergence"]["step"] == 2 and data["divergence"]["a"] == "issue_refund"
+    data = json.loads(out)["divergence"]
+    assert (data["call"], data["step_a"], data["step_b"]) == (2, 4, 4)
+    assert data["a"] == "issue_refund"
     code, out, _ = replay("diff", str(a), str(a))
     assert out.strip() == "same decisions, same world changes, same answer"
 
@@ -47,9 +51,22 @@ def test_a_trial_that_stops_early(tmp_path: Path) -> None:
     a = trial(tmp_path / "a.cassette", refund_policy())
     b = trial(tmp_path / "b.cassette", ScriptedPolicy(refund_policy().turns[:2], final="Refunded."))
     _, out, _ = replay("diff", str(a), str(b))
-    assert "step 3: B stopped; the other went on with update_order_status(" in out
+    assert "step 6 in A: B stopped; the other went on with update_order_status(" in out
     assert "orders[4812] updated by A only" in out
     assert "answer B: Refunded." in out
+
+
+def test_each_trial_is_named_by_its_own_step_numbers(tmp_path: Path) -> None:
+    turns = list(refund_policy().turns)
+    lookup = turns[0].tool_calls[0]
+    turns[0] = Reply(tool_calls=(lookup, lookup))  # B looks the order up twice in one turn
+    a = trial(tmp_path / "a.cassette", refund_policy())
+    b = trial(tmp_path / "b.cassette", ScriptedPolicy(turns, final=refund_policy().final))
+    _, out, _ = replay("diff", str(a), str(b))
+    assert "first divergence step 4 in A, 3 in B: A called issue_refund(" in out
+    assert ", B called lookup_order(order_id=4812)" in out
+    _, shown, _ = replay("show", str(b))
+    assert "\n3. tool lookup_order(order_id=4812)" in shown
 
 
 def test_two_runs_side_by_side(tmp_path: Path) -> None:

@@ -145,6 +145,9 @@ def test_report_page_is_self_contained_and_complete(viewer: Viewer) -> None:
         assert all(bool(is_open) == (c != "pass") for c, is_open in classes)
     # A failing trial is compared with the first passing one, from the transcript's calls.
     assert "<th>B: trial 1 (pass)</th>" in page
+    # Its calls carry their transcript's step numbers, as `replay show` and `diff` give them.
+    assert '<td>1</td><td><span class="meta">step 2</span> lookup_order(order_id=4812)' in page
+    assert re.search(r"first divergence:</b> step \d+", page)
 
 
 def test_show_html_writes_one_transcript(viewer: Viewer) -> None:
@@ -331,3 +334,97 @@ def test_a_thousand_trials_render_lazily_and_load_fast(viewer: Viewer, tmp_path:
         f"1000 trials: rendered in {rendered:.2f} s, {size / 1e6:.2f} MB, "
         f"load event after {load_ms} ms ({wall:.2f} s to goto)"
     )
+
+
+def test_no_pass_k_column_it_cannot_compute(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    store.start_run("broken", {}, {})
+    for idx, verdict in enumerate(["error", "unsupported", "error"]):
+        store.add_trial("broken", {"case_id": "c", "idx": idx, "verdict": verdict}, [])
+    page = run_html(store, "broken")
+    heads = re.findall(r"<th>([^<]*)</th>", page.split('id="cases"')[1].split("</thead>")[0])
+    assert heads == ["case", "suite", "n", "c", "pass^1", "verdicts"]
+    assert "pass^0" not in page
+    # One graded trial each: pass^1 alone, not twice.
+    store.start_run("once", {}, {})
+    for case in ("a", "b"):
+        store.add_trial("once", {"case_id": case, "idx": 0, "verdict": "pass"}, [])
+    head = run_html(store, "once").split('id="cases"')[1].split("</thead>")[0]
+    assert re.findall(r"<th>([^<]*)</th>", head).count("pass^1") == 1
+
+
+def test_the_case_table_is_worst_first(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    store.start_run("r", {}, {})
+    verdicts = {
+        "a-all-pass": ["pass", "pass"],
+        "b-half": ["pass", "fail"],
+        "c-errors": ["error", "error"],
+        "d-pass-and-unsupported": ["pass", "unsupported"],
+        "f-all-fail": ["fail", "fail"],
+    }
+    for case, seen in verdicts.items():
+        for idx, verdict in enumerate(seen):
+            store.add_trial("r", {"case_id": case, "idx": idx, "verdict": verdict}, [])
+    page = run_html(store, "r")
+    table = page.split('id="cases"')[1].split("</table>")[0]
+    order = ["c-errors", "f-all-fail", "b-half", "d-pass-and-unsupported", "a-all-pass"]
+    assert re.findall(r'<a href="#case-\d+">([^<]*)</a>', table) == order
+    sections = re.findall(r'<h2 id="case-\d+">case ([^<]*)</h2>', page)
+    assert sections == order
+
+
+def many_failures(path: Path) -> Store:
+    """60 failing trials of one case (the last 10 start closed), 1 agent error, 1 pass."""
+    store = Store(path)
+    store.start_run("many", {}, {})
+    for idx in range(60):
+        grade = {"grader": "state", "verdict": "fail", "evidence": json.dumps([f"no {idx}"])}
+        store.add_trial("many", {"case_id": "c", "idx": idx, "verdict": "fail"}, [grade])
+    crash = ["agent raised RuntimeError: boom"]
+    row = {"verdict": "error", "cause": "agent", "cause_detail": crash}
+    store.add_trial("many", {"case_id": "d", "idx": 0, **row}, [])
+    store.add_trial("many", {"case_id": "d", "idx": 1, "verdict": "pass"}, [])
+    return store
+
+
+def test_the_page_lists_failures_by_cause_before_the_cases(tmp_path: Path) -> None:
+    page = run_html(many_failures(tmp_path / "r.db"), "many")
+    causes = page.split('<div id="causes">')[1].split("<h2>cases</h2>")[0]
+    counts = re.findall(r"<tr><td>([^<]*)</td><td>(\d+)</td></tr>", causes)
+    assert counts == [("assertion failed", "60"), ("agent error", "1")]
+    assert '<div class="cause-group" data-cause="agent error"><h3>agent error (1)</h3>' in causes
+    # Each trial linked to its <details> below.
+    links = re.findall(r'<a class="to-trial" href="#([^"]+)">([^<]*)</a>', causes)
+    assert len(links) == 61 and links[-1][1] == "d#0"
+    for anchor, _ in links:
+        assert page.count(f'id="{anchor}"') == 1
+    assert "d#0</a> agent: agent raised RuntimeError: boom" in causes
+    assert page.index('<div id="causes">') < page.index('id="cases"')
+    store = Store(tmp_path / "r.db")
+    store.start_run("fine", {}, {})
+    store.add_trial("fine", {"case_id": "c", "idx": 0, "verdict": "pass"}, [])
+    assert '<p class="meta" id="causes">no trial failed</p>' in run_html(store, "fine")
+
+
+@pytest.mark.slow
+def test_a_cause_link_opens_its_trial_in_chromium(tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian package `chromium`)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    out = tmp_path / "many.html"
+    out.write_text(run_html(many_failures(tmp_path / "r.db"), "many"))
+    with offline_browser(sync_api) as (context, errors, blocked):
+        page = watched_page(context, errors)
+        page.goto(out.as_uri())
+        groups = page.locator("#causes .cause-group h3").all_inner_texts()
+        assert groups == ["assertion failed (60)", "agent error (1)"]
+        assert page.locator("#cases tbody tr td:first-child").all_inner_texts() == ["c", "d"]
+        # Trial c#59 is past the 50 that start open: its link opens it and renders its body.
+        late = page.locator("details.trial-fail", has_text=re.compile(r"^c trial 59 "))
+        assert late.get_attribute("open") is None and late.locator("table.grades").count() == 0
+        page.locator("#causes a.to-trial", has_text="c#59").click()
+        assert late.get_attribute("open") is not None
+        assert "no 59" in late.locator("table.grades").inner_text()
+        assert late.evaluate("d => d.getBoundingClientRect().top") < 900  # scrolled to it
+        assert errors == [] and blocked == []

@@ -177,11 +177,17 @@ def test_diff_names_the_first_differing_step(imported: Path, records: list[dict[
     a, b = calls(0), calls(1)
     step = next(i for i, (x, y) in enumerate(zip(a, b, strict=False), 1) if x != y)
     paths = [str(cassette(imported, 0, 0)), str(cassette(imported, 0, 1))]
+    code, out, _ = replay("diff", "--json", *paths)
+    divergence = json.loads(out)["divergence"]
+    assert code == 0 and divergence["call"] == step
+    # Named by the steps `replay show` gives the call (the LLM turns count too).
+    shown = divergence["step_a"]
+    _, transcript, _ = replay("show", paths[0])
+    assert f"\n{shown}. tool {a[step - 1][0]}(" in transcript
     code, out, _ = replay("diff", *paths)
     assert code == 0
-    assert out.startswith(f"first divergence step {step}: A called {a[step - 1][0]}(")
-    code, out, _ = replay("diff", "--json", *paths)
-    assert code == 0 and json.loads(out)["divergence"]["step"] == step
+    assert out.startswith(f"first divergence step {shown}")
+    assert f": A called {a[step - 1][0]}(" in out
 
 
 def test_importing_again_into_the_run_is_refused(imported: Path, tmp_path: Path) -> None:
