@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from replay.stub_llm import StubLLM
+
+# stdio_client's `errlog=sys.stderr` default is bound when its module is first imported:
+# import it now, while sys.stderr is a real file, not inside a CliRunner call (whose stderr
+# has no fileno, so an in-process agent starting an MCP server there fails). Without the
+# mcp extra, the tests that need it skip.
+with contextlib.suppress(ImportError):
+    import mcp.client.stdio  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,9 @@
 4. a sandbox violation: the same agent told to post its answer to a webhook
    on another host is refused there, and the trial fails on it, whatever it
    did for the customer.
+
+Each run shows failing or unsupported trials on purpose, so each is a
+measurement run (``--measure``: exit 0 whatever the verdicts).
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"
 def replay(*args: str) -> None:
     """Run a ``replay`` command in this process, as the shell would."""
     print(f"\n$ replay {' '.join(a if ' ' not in a else repr(a) for a in args)}", flush=True)
-    try:
-        cli.main(list(args), prog_name="replay", standalone_mode=False)
+    try:  # (without standalone mode, click returns the exit status of ctx.exit)
+        code = cli.main(list(args), prog_name="replay", standalone_mode=False)
     except SystemExit as exit_:
-        if exit_.code not in (0, None):
-            raise
+        code = exit_.code
+    if code not in (0, None):
+        raise SystemExit(code)
 
 
 def model(stub: StubLLM, policy: str, note: str = "") -> None:
@@ -71,6 +75,7 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             "--store",
             store,
             *AGENT,
+            "--measure",  # (a trial is unsupported: the run would exit 3)
         )
     replay("report", "offline-v2", "--store", store)
     with StubLLM(refund_policy(), seed=4812, flake_rate=0.12) as flaky:
@@ -89,6 +94,7 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             "--store",
             store,
             *AGENT,
+            "--measure",  # (flaky trials fail: the run would exit 1)
         )
     replay("report", "flaky-8", "--store", store)
     for name, policy, note in (
@@ -99,14 +105,14 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             model(llm, policy, note)
             replay(
                 "run", RETRIED, "--run", name, "-k", "2", "--llm-url", llm.openai_base_url,
-                "--store", store, *AGENT,
+                "--store", store, *AGENT, "--measure",
             )  # fmt: skip
         replay("report", name, "--store", store)
     with StubLLM(refund_policy()) as llm:
         model(llm, "examples.shop:refund_policy")
         replay(
             "run", CASE, "--run", "webhook", "--llm-url", llm.openai_base_url, "--store", store,
-            "--set", "notify_url=https://hooks.example.com/refunds", *AGENT,
+            "--set", "notify_url=https://hooks.example.com/refunds", *AGENT, "--measure",
         )  # fmt: skip
     replay("report", "webhook", "--store", store)
 

@@ -16,23 +16,30 @@ def check_cases(cases: tuple[Path, ...], tools: str) -> None:
     """Run each case's reference solution (sandbox, no LLM) and grade it.
 
     Exit 1, naming the case and the assertion, when a grader does not pass
-    a reference solution: the case or its graders are wrong. Cases without a
+    a reference solution (or raises on it): the case or its graders are
+    wrong. Exit 3 when none fails but one could not be judged (an error the
+    harness is to blame for, unsupported, unknown). Cases without a
     reference solution are reported.
     """
     factory = load_callable(tools)
-    failed = 0
+    results = []
     for path in cases:
         case = load_case(path)
         result = check_case(case, factory)
         if result is None:
             click.echo(f"{case.id}: no reference solution")
             continue
+        results.append(result)
         verdict = result.outcome.verdict.value
         click.echo(f"{case.id}: {verdict}")
         if verdict != "pass":
-            failed += 1
             for line in result.outcome.evidence:
                 click.echo(f"  {line}")
-    if failed:
-        click.echo(f"{failed} case(s) fail their own reference solution")
-        click.get_current_context().exit(ExitCode.FAILED)
+    codes = [ExitCode.of_results([r], grader_errors_fail=True) for r in results]
+    if ExitCode.FAILED in codes:
+        click.echo(f"{codes.count(ExitCode.FAILED)} case(s) fail their own reference solution")
+    if ExitCode.INCOMPLETE in codes:
+        click.echo(f"{codes.count(ExitCode.INCOMPLETE)} case(s) could not be judged")
+    code = ExitCode.of_results(results, grader_errors_fail=True)
+    if code != ExitCode.OK:
+        click.get_current_context().exit(code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from recorder import ConfigError
 from replay import ExitCode, Store, Thresholds, gate, write_junit
@@ -23,16 +24,28 @@ def _k_value(text: str | None) -> tuple[int, float] | None:
 
 
 @click.command("gate")
-@click.option("--baseline", required=True, help="The run to hold the line against.")
+@click.option(
+    "--baseline",
+    help="The run to hold the line against [default: none: only the thresholds on the "
+    "candidate alone, --min-pass1, --min-pass-k, --max-unsupported, --max-failing-critical].",
+)
 @click.option("--candidate", required=True, help="The run under test.")
 @click.option("--min-pass1", type=float, help="Minimum suite pass^1 of the candidate.")
 @click.option("--min-pass-k", help="K=VALUE: minimum suite pass^K of the candidate.")
-@click.option("--max-drop", type=float, help="Largest allowed fall of suite pass^1.")
+@click.option(
+    "--max-drop", type=float, help="Largest allowed fall of suite pass^1 (needs --baseline)."
+)
 @click.option(
     "--critical-tag",
     default="critical",
     show_default=True,
-    help="Cases with this tag may not newly fail.",
+    help="Cases with this tag may not newly fail (with --baseline), and are those "
+    "--max-failing-critical counts.",
+)
+@click.option(
+    "--max-failing-critical",
+    type=click.IntRange(min=0),
+    help="Most critical-tagged cases allowed a trial that does not pass (0: they all pass).",
 )
 @click.option(
     "--max-unsupported", type=float, help="Largest allowed share of unsupported + error trials."
@@ -45,25 +58,44 @@ def _k_value(text: str | None) -> tuple[int, float] | None:
 @click.option("--junit", type=click.Path(path_type=Path), help="Write JUnit XML here.")
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 def gate_command(
-    baseline: str,
+    baseline: str | None,
     candidate: str,
     min_pass1: float | None,
     min_pass_k: str | None,
     max_drop: float | None,
     critical_tag: str,
     max_unsupported: float | None,
+    max_failing_critical: int | None,
     vary: tuple[str, ...],
     junit: Path | None,
     store: Path,
 ) -> None:
     """Gate a merge: does the candidate run hold against the baseline?
 
+    With --baseline, no critical case may newly fail, besides the thresholds
+    given. Without one (a first CI run), only the thresholds on the candidate
+    alone are checked, and one must be given: --min-pass1, --min-pass-k,
+    --max-unsupported, --max-failing-critical.
+
     Exit 0 when every threshold holds, 1 when one does not, 2 on bad input
     (including runs whose pins differ in more than the variable under test:
-    the fixture or grader changed too).
+    the fixture or grader changed too, and --max-drop or --critical-tag
+    without --baseline).
     """
+    context = click.get_current_context()
+    tagged = context.get_parameter_source("critical_tag") == ParameterSource.COMMANDLINE
+    if baseline is None and tagged and max_failing_critical is None:
+        raise ConfigError(
+            "--critical-tag: a case newly failing needs --baseline RUN; without one, "
+            "give --max-failing-critical N"
+        )
     thresholds = Thresholds(
-        min_pass1, _k_value(min_pass_k), max_drop, critical_tag, max_unsupported
+        min_pass1,
+        _k_value(min_pass_k),
+        max_drop,
+        critical_tag,
+        max_unsupported,
+        max_failing_critical,
     )
     result = gate(Store(store, create=False), baseline, candidate, thresholds, vary=vary)
     for check in result.checks:
@@ -72,8 +104,7 @@ def gate_command(
         click.echo(f"     {note}")
     if junit is not None:
         write_junit(result, junit, candidate)
-    click.echo(
-        f"gate {'holds' if result.holds else 'does not hold'}: {candidate} against {baseline}"
-    )
+    against = f"against {baseline}" if baseline else "on its own (no baseline)"
+    click.echo(f"gate {'holds' if result.holds else 'does not hold'}: {candidate} {against}")
     if not result.holds:
-        click.get_current_context().exit(ExitCode.FAILED)
+        context.exit(ExitCode.FAILED)

@@ -13,12 +13,18 @@ from replay import ExitCode, load_case, review
 @click.argument("cassette", type=click.Path(path_type=Path))
 @click.option("--case", "case_path", required=True, type=click.Path(path_type=Path))
 def grade(cassette: Path, case_path: Path) -> None:
-    """Grade a recorded CASSETTE again against CASE (nothing runs). Exit 1 if it does not pass."""
+    """Grade a recorded CASSETTE again against CASE (nothing runs).
+
+    Exit 0 when the trial passes; 1 when it failed (verdict fail, or an error
+    the agent is to blame for: cause agent or limit); 3 when it could not be
+    judged (an error of another cause, unsupported, unknown); 2 on bad input.
+    """
     result = review(load_case(case_path), cassette)
     click.echo(f"{result.case_id}: {result.outcome.verdict.value}")
     for g in result.outcome.grades:
         click.echo(f"  {g.grader}: {g.verdict.value}")
         for line in g.evidence:
             click.echo(f"    {line}")
-    if result.outcome.verdict.value != "pass":
-        click.get_current_context().exit(ExitCode.FAILED)
+    code = ExitCode.of_results([result])
+    if code != ExitCode.OK:
+        click.get_current_context().exit(code)

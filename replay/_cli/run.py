@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from pathlib import Path
 
 import click
 from click.core import ParameterSource
+from rich.console import Console
 from rich.progress import Progress
 
 from recorder import ConfigError
@@ -21,10 +23,13 @@ from replay import (
     LlmSettings,
     McpServer,
     RedactionSettings,
+    RunReport,
     RunSpec,
     Store,
     UserSettings,
+    build_report,
     execute,
+    report_json,
 )
 
 from ..channels._faults import parse_faults
@@ -337,6 +342,19 @@ _SECRET_OPTIONS = ("llm_url", "judge_url", "user_url", "sets", "mcp_servers", "m
     show_default=True,
     help="Seconds a simulated user's answer may take in all; past it the user has failed.",
 )
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="A measurement run, whose point is the numbers: exit 0 whatever the verdicts "
+    "(still 2 on bad input, 130 on Ctrl-C).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="At the end, print one JSON object on stdout and nothing else there: the report "
+    "(`replay report --json`) with the store and the exit status; progress goes to stderr.",
+)
 def run(
     cases: tuple[Path, ...],
     name: str,
@@ -385,6 +403,8 @@ def run(
     ray_address: str | None,
     ship: Path | None,
     dask_address: str | None,
+    measure: bool,
+    as_json: bool,
 ) -> None:
     """Run CASES (case files) in one mode and store every trial and grade.
 
@@ -421,6 +441,17 @@ def run(
     N worker processes, --executor ray|dask on a cluster (the same run, the
     same verdicts). A trial whose worker dies is retried alone and stored as
     error if it takes its worker down twice.
+
+    On a terminal a progress bar shows; elsewhere (a CI log, a pipe) each
+    finished trial is a line on stderr (`[3/12] refund-4812 #2 fail (state:
+    ...)`). At the end a summary goes to stdout: trials per verdict, suite
+    pass^1 and pass^k, why trials did not pass, and the `replay report` to read.
+
+    Exit 0 when every trial passes; 1 when one failed (verdict fail, or an
+    error the agent is to blame for: cause agent or limit); 3 when nothing
+    failed but some trial could not be judged (an error of cause harness,
+    server or user, unsupported, unknown); 2 on bad input; 130 on Ctrl-C.
+    --measure exits 0 whatever the verdicts.
     """
     servers = _mcp_servers(mcp_servers, mcp_envs)  # (bad input: before a store is made)
     results = Store(store)
@@ -429,7 +460,7 @@ def run(
         given = [
             p.name
             for p in context.command.params
-            if p.name not in ("name", "store", "resume", *_SECRET_OPTIONS)
+            if p.name not in ("name", "store", "resume", "measure", "as_json", *_SECRET_OPTIONS)
             and context.get_parameter_source(p.name or "") == ParameterSource.COMMANDLINE
         ]
         if given:
@@ -500,22 +531,83 @@ def run(
             redaction=RedactionSettings(list(redact_tools), list(secret_env)),
         )
         spec.redaction.redaction()  # a bad --redact-tool path: said before anything starts
-    with Progress(transient=True) as progress:
-        task = progress.add_task(f"run {name}", total=None)
+    try:
+        _execute(spec, results, resume, as_json)
+    except KeyboardInterrupt:  # the trials finished are stored: say how to go on
+        click.echo(
+            f"interrupted: the trials finished are stored; go on with "
+            f"`replay run --resume --run {name} --store {results.path}`",
+            err=True,
+        )
+        raise SystemExit(ExitCode.INTERRUPTED) from None
+    report = build_report(results, name)
+    verdicts = ExitCode.of_report(report)
+    code = ExitCode.OK if measure else verdicts
+    if as_json:
+        exit_ = {"code": int(code), "name": code.name, "meaning": code.meaning}
+        if measure:
+            exit_["meaning"] = f"--measure: 0 whatever the verdicts (alone: {verdicts.name})"
+        data = {"run": name, "store": str(results.path), "exit": exit_, **report_json(report)}
+        click.echo(json.dumps(data, indent=2))
+    else:
+        for line in _summary(report, results, store, verdicts, measure):
+            click.echo(line)
+    if code != ExitCode.OK:
+        click.get_current_context().exit(code)
+
+
+def _execute(spec: RunSpec, results: Store, resume: bool, as_json: bool) -> None:
+    """``execute``, with progress on stderr (a bar where that is a terminal, else lines)."""
+
+    def warn(message: str) -> None:
+        click.echo(f"warning: {message}", err=True)
+
+    if not (sys.stderr if as_json else sys.stdout).isatty():
+
+        def line(what: str | None, done: int, total: int) -> None:
+            if what is not None:
+                click.echo(f"[{done}/{total}] {what}", err=True)
+
+        execute(spec, results, resume=resume, on_trial=line, on_warning=warn)
+        return
+    with Progress(console=Console(stderr=as_json), transient=True) as progress:
+        task = progress.add_task(f"run {spec.name}", total=None)
 
         def tick(what: str | None, done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total, description=what or f"run {name}")
+            description = what or f"run {spec.name}"
+            progress.update(task, completed=done, total=total, description=description)
 
-        try:
-            execute(spec, results, resume=resume, on_trial=tick)
-        except KeyboardInterrupt:  # the trials finished are stored: say how to go on
-            click.echo(
-                f"interrupted: the trials finished are stored; go on with "
-                f"`replay run --resume --run {name} --store {results.path}`",
-                err=True,
-            )
-            raise SystemExit(ExitCode.INTERRUPTED) from None
-    click.echo(f"run {name}: stored in {results.path}; see `replay report {name}`")
+        execute(spec, results, resume=resume, on_trial=tick, on_warning=warn)
+
+
+def _summary(
+    report: RunReport, results: Store, store: Path, verdicts: ExitCode, measure: bool
+) -> list[str]:
+    """What a run did, for its end: verdicts, suite pass^k, why, its exit status, the report."""
+    totals = {v: n for v, n in report.suite.totals.items() if n}
+    count = sum(totals.values())
+    cases = len(report.cases)
+    lines = [
+        f"run {report.name}: {count} trial{'s' * (count != 1)} of {cases} "
+        f"case{'s' * (cases != 1)}: " + ", ".join(f"{n} {v}" for v, n in totals.items())
+    ]
+    hats = report.suite.pass_hat
+    shown = sorted({1, max(hats, default=1)})
+    lines.append("suite " + ", ".join(f"pass^{k} {_rate(hats.get(k))}" for k in shown))
+    why = [f"{group.name} {group.count}" for group in report.causes if group.count]
+    if why:
+        lines.append("not passing, by cause: " + ", ".join(why))
+    status = f"exit {int(verdicts)} ({verdicts.name}): {verdicts.meaning}"
+    if measure:
+        status = f"--measure: exit 0 (the verdicts alone: {int(verdicts)} {verdicts.name})"
+    lines.append(status)
+    where = "" if store == DEFAULT_PATH else f" --store {results.path}"
+    lines.append(f"stored in {results.path}; see `replay report {report.name}{where}`")
+    return lines
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _isolation(mode: str) -> str:

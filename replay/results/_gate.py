@@ -1,4 +1,4 @@
-"""The CI gate: does a candidate run hold against a baseline, under thresholds?"""
+"""The CI gate: does a candidate run hold under thresholds, against a baseline or on its own?"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from recorder import ConfigError
 
 from ._compare import CaseChange, diff_runs
-from ._report import build_report
+from ._report import CaseReport, RunReport, build_report
 from ._store import Store
 
 VARIABLE_PINS = ("agent", "model", "settings", "llm")
@@ -31,6 +31,19 @@ class Thresholds:
     """Cases with this tag may not newly fail."""
     max_unsupported: float | None = None
     """Largest allowed share of unsupported and error trials in the candidate."""
+    max_failing_critical: int | None = None
+    """Most cases with the critical tag allowed a trial that does not pass (0: every
+    trial of every critical case passes); needs no baseline."""
+
+    def absolute(self) -> list[str]:
+        """The thresholds given that need no baseline (the candidate alone), as options."""
+        given = {
+            "--min-pass1": self.min_pass1,
+            "--min-pass-k": self.min_pass_k,
+            "--max-unsupported": self.max_unsupported,
+            "--max-failing-critical": self.max_failing_critical,
+        }
+        return [option for option, value in given.items() if value is not None]
 
 
 class GateCheck(NamedTuple):
@@ -52,6 +65,9 @@ class GateResult:
     """Each threshold: whether it held, and what was compared."""
     notes: list[str] = field(default_factory=list)
     changes: list[CaseChange] = field(default_factory=list)
+    """Each case in both runs (with a baseline)."""
+    cases: list[CaseReport] = field(default_factory=list)
+    """Each case of the candidate, when there was no baseline (``changes`` is then empty)."""
 
 
 def pin_differences(a: dict[str, Any], b: dict[str, Any]) -> dict[str, str]:
@@ -71,18 +87,26 @@ def pin_differences(a: dict[str, Any], b: dict[str, Any]) -> dict[str, str]:
 
 def gate(
     store: Store,
-    baseline: str,
+    baseline: str | None,
     candidate: str,
     thresholds: Thresholds,
     *,
     vary: tuple[str, ...] = (),
 ) -> GateResult:
-    """Check ``candidate`` against ``baseline``.
+    """Check ``candidate`` against ``baseline``, or on its own when ``baseline`` is None.
+
+    With a baseline, no case with the critical tag may newly fail, besides the
+    thresholds given. Without one, only the thresholds that need none are
+    checked (``Thresholds.absolute``: minimum pass^1 and pass^k, the largest
+    unsupported share, critical cases failing), and at least one must be given.
 
     Raises:
-        ConfigError: A run is missing, or the pins differ beyond the variable
-            under test (``vary``; by default any one of ``VARIABLE_PINS``).
+        ConfigError: A run is missing; the pins differ beyond the variable
+            under test (``vary``; by default any one of ``VARIABLE_PINS``);
+            without a baseline, ``max_drop`` is given, or no threshold is.
     """
+    if baseline is None:
+        return _absolute(store, candidate, thresholds)
     runs = {name: store.run(name) for name in (baseline, candidate)}
     for name, run in runs.items():
         if run is None:
@@ -100,24 +124,9 @@ def gate(
         )
     base, cand = build_report(store, baseline), build_report(store, candidate)
     changes = diff_runs(store, baseline, candidate)
-    checks: list[GateCheck] = []
-    pass1 = cand.suite.pass_hat.get(1)
-    if thresholds.min_pass1 is not None:
-        ok = pass1 is not None and pass1 >= thresholds.min_pass1
-        text = f"suite pass^1 {_num(pass1)} >= {thresholds.min_pass1}"
-        checks.append(GateCheck(ok, text, f"suite pass^1 >= {thresholds.min_pass1}"))
-    if thresholds.min_pass_k is not None:
-        k, minimum = thresholds.min_pass_k
-        value = cand.suite.pass_hat.get(k)
-        checks.append(
-            GateCheck(
-                value is not None and value >= minimum,
-                f"suite pass^{k} {_num(value)} >= {minimum}",
-                f"suite pass^{k} >= {minimum}",
-            )
-        )
+    checks = _pass_checks(cand, thresholds)
     if thresholds.max_drop is not None:
-        before = base.suite.pass_hat.get(1)
+        before, pass1 = base.suite.pass_hat.get(1), cand.suite.pass_hat.get(1)
         drop = None if before is None or pass1 is None else before - pass1
         ok = drop is not None and drop <= thresholds.max_drop
         checks.append(
@@ -136,6 +145,62 @@ def gate(
     name = f"no {thresholds.critical_tag} case newly fails"
     shown = name + (f" (newly failing: {', '.join(fallen)})" if fallen else "")
     checks.append(GateCheck(not fallen, shown, name))
+    checks += _share_checks(store, cand, thresholds)
+    dropped = [c.case_id for c in changes if (c.change or 0) < 0]
+    notes = [f"cases that dropped: {', '.join(dropped)}"] if dropped else []
+    return GateResult(all(c.holds for c in checks), checks, notes, changes)
+
+
+def _absolute(store: Store, candidate: str, thresholds: Thresholds) -> GateResult:
+    """The gate without a baseline: the thresholds on the candidate alone."""
+    if thresholds.max_drop is not None:
+        raise ConfigError("--max-drop is a fall from a baseline: give --baseline RUN too")
+    if not thresholds.absolute():
+        raise ConfigError(
+            "a gate without --baseline needs a threshold on the candidate: give --min-pass1, "
+            "--min-pass-k K=VALUE, --max-unsupported or --max-failing-critical "
+            "(or --baseline RUN to compare with)"
+        )
+    cand = build_report(store, candidate)
+    checks = [*_pass_checks(cand, thresholds), *_share_checks(store, cand, thresholds)]
+    return GateResult(all(c.holds for c in checks), checks, cases=cand.cases)
+
+
+def _pass_checks(cand: RunReport, thresholds: Thresholds) -> list[GateCheck]:
+    """The candidate's suite pass^1 and pass^k against their minimums."""
+    checks = []
+    if thresholds.min_pass1 is not None:
+        pass1 = cand.suite.pass_hat.get(1)
+        ok = pass1 is not None and pass1 >= thresholds.min_pass1
+        text = f"suite pass^1 {_num(pass1)} >= {thresholds.min_pass1}"
+        checks.append(GateCheck(ok, text, f"suite pass^1 >= {thresholds.min_pass1}"))
+    if thresholds.min_pass_k is not None:
+        k, minimum = thresholds.min_pass_k
+        value = cand.suite.pass_hat.get(k)
+        checks.append(
+            GateCheck(
+                value is not None and value >= minimum,
+                f"suite pass^{k} {_num(value)} >= {minimum}",
+                f"suite pass^{k} >= {minimum}",
+            )
+        )
+    return checks
+
+
+def _share_checks(store: Store, cand: RunReport, thresholds: Thresholds) -> list[GateCheck]:
+    """The candidate's critical cases failing and its unsupported share, against their caps."""
+    checks = []
+    if thresholds.max_failing_critical is not None:
+        tag, most = thresholds.critical_tag, thresholds.max_failing_critical
+        failing = [
+            c.case_id
+            for c in cand.cases
+            if tag in _tags(store, cand.name, c.case_id) and not _all_pass(c)
+        ]
+        name = f"{tag} cases with a trial not passing <= {most}"
+        shown = f"{tag} cases with a trial not passing {len(failing)} <= {most}"
+        shown += f" (failing: {', '.join(failing)})" if failing else ""
+        checks.append(GateCheck(len(failing) <= most, shown, name))
     if thresholds.max_unsupported is not None:
         totals = cand.suite.totals
         trials = sum(totals.values())
@@ -147,9 +212,13 @@ def gate(
                 f"unsupported + error share <= {thresholds.max_unsupported}",
             )
         )
-    dropped = [c.case_id for c in changes if (c.change or 0) < 0]
-    notes = [f"cases that dropped: {', '.join(dropped)}"] if dropped else []
-    return GateResult(all(c.holds for c in checks), checks, notes, changes)
+    return checks
+
+
+def _all_pass(case: CaseReport) -> bool:
+    """Whether every trial of the case passed (an error or unsupported one does not)."""
+    verdicts = case.metrics.counts.verdicts
+    return verdicts["pass"] == sum(verdicts.values())
 
 
 def _tags(store: Store, run: str, case_id: str) -> list[str]:
@@ -166,8 +235,9 @@ def _num(value: float | None) -> str:
 def write_junit(result: GateResult, path: Path, candidate: str) -> None:
     """Write JUnit XML: one testcase per case and one per threshold, counts that match.
 
-    A case fails when it newly fails or its pass rate dropped significantly;
-    a threshold fails when it does not hold. The cases are ``classname`` ``replay.cases``,
+    With a baseline, a case fails when it newly fails or its pass rate dropped
+    significantly; without one (``result.cases``), when a trial of it did not
+    pass. A threshold fails when it does not hold. The cases are ``classname`` ``replay.cases``,
     the thresholds ``replay.gate`` (named without the candidate's values, so a CI
     system follows each from run to run).
     """
@@ -182,6 +252,21 @@ def write_junit(result: GateResult, path: Path, candidate: str) -> None:
                 f"read: replay show {change.failing_cassette}",
             )
         cases.append(("replay.cases", change.case_id, failed))
+    for report in result.cases:
+        verdicts = {v: n for v, n in report.metrics.counts.verdicts.items() if n}
+        missed = sum(verdicts.values()) - verdicts.get("pass", 0)
+        failed = None
+        if missed:
+            failed = (
+                f"{report.case_id}: {missed} of {sum(verdicts.values())} trials did not pass",
+                ", ".join(f"{n} {v}" for v, n in verdicts.items())
+                + (
+                    f"; read: replay show {report.failing_cassette}"
+                    if report.failing_cassette
+                    else ""
+                ),
+            )
+        cases.append(("replay.cases", report.case_id, failed))
     for check in result.checks:
         cases.append(("replay.gate", check.name, None if check.holds else (check.text, check.text)))
     failures = sum(1 for *_, failed in cases if failed is not None)

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import queue
 import shlex
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from recorder import ConfigError, Secrets, __version__, patched, read_header
+from recorder import ConfigError, Secrets, __version__, patched, read_cassette, read_header
 
 from .. import graders
 from ..cases._case import Case, load_case
@@ -84,10 +86,16 @@ def execute(
     *,
     resume: bool = False,
     on_trial: Callable[[str | None, int, int], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> None:
     """Run (or resume) every trial of ``spec`` not yet in ``store``.
 
-    ``on_trial(description, done, total)`` is told of progress (first with None, 0).
+    ``on_trial(description, done, total)`` is told of progress: first with None, 0,
+    then once per stored trial, described as ``CASE #INDEX VERDICT (first reason)``
+    (``refund-4812 #2 fail (state: ...)``; no reason for a pass).
+    ``on_warning(message)`` is told what the run accepts but doubts, before any
+    trial runs: a recorded cassette that holds no events (``<file>: the cassette
+    holds no events; ...``); without it, each is a ``UserWarning``.
 
     Raises:
         ConfigError: Bad specification (mode needs, unknown agent/tools...).
@@ -117,6 +125,11 @@ def execute(
     if not mode.runs_agent and (given := [name for name, cap in caps.items() if cap]):
         raise ConfigError(f"{' and '.join(given)}: caps on the agent, moot in {mode.name}")
     jobs = _jobs(spec, mode, cases)
+    for message in _doubtful_recordings(jobs):
+        if on_warning is None:
+            warnings.warn(message, stacklevel=2)
+        else:
+            on_warning(message)
     judge = _judge(spec, cases, store)
     if mode.runs_agent and (not (spec.agent.entry or spec.agent.command) or not spec.agent.tools):
         raise ConfigError(
@@ -300,8 +313,34 @@ class _Driver:
         self.store.add_trial(self.spec.name, row, result.grades)
         self.count += 1
         if self.on_trial:
-            verdict = f"{result.case_id}#{result.index}: {row['verdict']}"
-            self.on_trial(verdict, self.count, self.total)
+            self.on_trial(
+                _progress(result.case_id, result.index, row, result.grades), self.count, self.total
+            )
+
+
+REASON_CHARS = 120
+"""The longest reason a progress line gives (the case id is never cut)."""
+
+
+def _progress(case_id: str, index: int, row: dict[str, Any], grades: list[dict[str, Any]]) -> str:
+    """``refund-4812 #2 fail (state: ...)``: a finished trial and the first reason it did not pass.
+
+    The reason is the trial's cause first (an error no grade explains), else the first
+    evidence of a grade that counts and did not pass, as ``replay report`` lists them.
+    """
+    line = f"{case_id} #{index} {row['verdict']}"
+    if row["verdict"] == "pass":
+        return line
+    reasons = [f"{row['cause']}: {d}" for d in json.loads(row.get("cause_detail") or "[]")]
+    for grade in grades:
+        if grade["verdict"] != "pass" and not grade.get("advisory"):
+            reasons += [f"{grade['grader']}: {e}" for e in json.loads(grade["evidence"] or "[]")]
+    if not reasons:
+        return line
+    reason = " ".join(reasons[0].split())
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 1] + "…"
+    return f"{line} ({reason})"
 
 
 def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
@@ -358,6 +397,27 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
             Job(case, i, recorded[i % len(recorded)] if recorded else None) for i in range(count)
         ]
     return jobs
+
+
+def _doubtful_recordings(jobs: Sequence[Job]) -> list[str]:
+    """A warning for each recorded cassette the jobs use that holds no events.
+
+    (A recording of nothing: offline, every call the agent makes is then
+    unsupported; in review, the fixture as it was is graded.) A cassette that
+    cannot be read here is left to the trial that reads it to say so.
+    """
+    out = []
+    for path in dict.fromkeys(j.recorded for j in jobs if j.recorded is not None):
+        try:
+            events = read_cassette(path).events
+        except Exception:  # the trial reads it again, and its error says why
+            continue
+        if not events:
+            out.append(
+                f"{path}: the cassette holds no events; its trials replay a recording of "
+                "nothing (was the session recorded?)"
+            )
+    return out
 
 
 def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:

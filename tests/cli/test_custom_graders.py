@@ -44,14 +44,14 @@ def test_a_registered_grader_runs_in_every_mode_and_shows_in_the_report(
             "run", str(case), "--run", "sb", "--store", store, *AGENT,
             "--llm-url", llm.openai_base_url, *extra,
         )  # fmt: skip
-    assert code == 0, err
+    assert code == 3, err  # a grader raised: each trial an error no one is to blame for
     cassettes = str(tmp_path / "cassettes" / "sb")
     for mode, run in (("offline", "off"), ("review", "rev")):
         code, _, err = replay(
             "run", str(case), "--run", run, "--mode", mode, "--store", store,
             "--cassettes", cassettes, *AGENT, *extra,
         )  # fmt: skip
-        assert code == 0, err
+        assert code == 3, err
     for run in ("sb", "off", "rev"):
         grades = _grades(store, run)
         assert grades["refund_rows"] == {"pass": 1}, run  # the case's own grader

@@ -34,6 +34,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
                 "--store",
                 path,
                 *AGENT,
+                "--measure",  # the flaky run fails trials: the gate reads its numbers
             )
             assert code == 0, err
     other = directory / "case"
@@ -140,3 +141,74 @@ def test_runs_on_different_fixtures_are_refused_naming_the_pin(store: str) -> No
     assert code == 2 and out == ""
     assert "differ in more than the variable under test: fixtures (refund-4812: " in err
     assert err.count("\n") == 1
+
+
+def test_without_a_baseline_absolute_thresholds_hold_a_first_run(
+    store: str, tmp_path: Path
+) -> None:
+    junit = tmp_path / "junit.xml"
+    args = ["gate", "--candidate", "base", "--store", store, "--junit", str(junit)]
+    code, out, _ = replay(*args, "--min-pass1", "0.9", "--max-failing-critical", "0")
+    assert code == 0, out
+    assert out.splitlines() == [
+        "ok   suite pass^1 1.000 >= 0.9",
+        "ok   critical cases with a trial not passing 0 <= 0",
+        "gate holds: base on its own (no baseline)",
+    ]
+    cases = {c.name: c for c in _testcases(junit)}
+    assert set(cases) == {
+        "refund-4812",
+        "suite pass^1 >= 0.9",
+        "critical cases with a trial not passing <= 0",
+    }
+    assert all(case.is_passed for case in cases.values())
+
+
+def test_without_a_baseline_a_failing_candidate_fails_each_check_and_case(
+    store: str, tmp_path: Path
+) -> None:
+    junit = tmp_path / "junit.xml"
+    code, out, _ = replay(
+        "gate", "--candidate", "flaky", "--store", store, "--junit", str(junit),
+        "--min-pass1", "0.9", "--min-pass-k", "8=0.5", "--max-failing-critical", "0",
+        "--max-unsupported", "1",
+    )  # fmt: skip
+    assert code == 1
+    assert "FAIL critical cases with a trial not passing 1 <= 0 (failing: refund-4812)" in out
+    assert "ok   unsupported + error share" in out
+    assert out.strip().endswith("gate does not hold: flaky on its own (no baseline)")
+    cases = {c.name: c for c in _testcases(junit)}  # (the counts are checked there too)
+    assert len(cases) == 5
+    assert [n for n, c in cases.items() if c.is_passed] == ["unsupported + error share <= 1.0"]
+    (failure,) = cases["refund-4812"].result
+    assert failure.message.startswith("refund-4812: ") and "trials did not pass" in failure.message
+
+
+def test_the_api_gate_takes_no_baseline(store: str) -> None:
+    from replay import Store, Thresholds, gate
+
+    result = gate(Store(store), None, "base", Thresholds(min_pass1=0.9))
+    assert result.holds and result.changes == []
+    assert [c.case_id for c in result.cases] == ["refund-4812"]
+    assert not gate(Store(store), None, "flaky", Thresholds(min_pass1=0.9)).holds
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-drop", "0.05"], "--max-drop is a fall from a baseline: give --baseline RUN too"),
+        (
+            [],
+            "a gate without --baseline needs a threshold on the candidate: give --min-pass1, "
+            "--min-pass-k K=VALUE, --max-unsupported or --max-failing-critical",
+        ),
+        (["--critical-tag", "vip", "--min-pass1", "0.5"], "--critical-tag: a case newly failing"),
+        (["--baseline", "base", "--max-failing-critical", "-1"], "Invalid value for"),
+    ],
+)
+def test_thresholds_a_gate_without_a_baseline_cannot_check_are_one_line_errors(
+    store: str, args: list[str], message: str
+) -> None:
+    code, out, err = replay("gate", "--candidate", "base", "--store", store, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert message in err, err

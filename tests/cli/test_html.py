@@ -110,6 +110,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Viewer:
             "--store",
             str(store),
             *AGENT,
+            "--measure",  # trials fail on purpose: the page shows them
         )
     assert code == 0, err
     page = tmp / "out" / "report.html"

@@ -35,6 +35,7 @@ def run_judged(case: str, store: str, name: str, judge: object, *extra: str) -> 
             "run", case, "--run", name, "--llm-url", llm.openai_base_url, "--store", store,
             "--judge-url", judge_llm.openai_base_url, "--judge-model", "judge-1",
             "--judge-timeout", "0.5", *AGENT, *extra,
+            "--measure",  # (judged trials pass, fail or are unknown: the labels are the point)
         )  # fmt: skip
     assert code == 0, err
 

@@ -48,7 +48,7 @@ def test_sandbox_run_then_report(store: str) -> None:
             store,
             *AGENT,
         )
-    assert code == 0 and "replay report flaky" in out
+    assert code == 1 and "replay report flaky" in out  # some trials fail (0 < c < 8, below)
     assert len(Store(store).trials("flaky")) == 8
     code, out, _ = replay("report", "flaky", "--store", store, "--json")
     data = json.loads(out)

@@ -133,7 +133,7 @@ def test_a_url_server_is_stored_as_a_url_with_its_secrets_hidden_from_the_pins(
     code, _, err = replay(
         "run", case, "--run", "r", "--store", store, *idle, "--mcp-server", f"remote={url}"
     )
-    assert code == 0, err
+    assert code == 1, err
     assert _verdicts(store, "r") == ["fail"]  # nothing done: the idle agent asks no server
     stored = Store(store).run("r")
     assert stored is not None

@@ -104,7 +104,7 @@ def test_a_failing_simulated_user_is_reported_apart_from_the_agent(tmp_path: Pat
             "run", CASE, "--run", "r", "--store", store, "--llm-url", llm.openai_base_url,
             "--user-url", user.openai_base_url, *AGENT,
         )  # fmt: skip
-    assert code == 0, err
+    assert code == 3, err  # the user's failure, not the agent's
     (trial,) = Store(store).trials("r")
     assert trial["verdict"] == "error"  # out of the pass rates
     assert trial["cause"] == "user"  # the user's fault, not a grader's verdict

@@ -298,7 +298,7 @@ def test_a_trial_whose_recording_fails_is_an_error_of_the_harness(tmp_path: Path
             "run", str(case), "--run", "r", "--store", store, "--llm-url", llm.openai_base_url,
             "--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools",
         )  # fmt: skip
-    assert code == 0, err
+    assert code == 3, err  # the harness's error: incomplete, not failed
     (trial,) = Store(store).trials("r")
     assert trial["verdict"] == "error" and trial["cause"] == "harness"
     (detail,) = trial["cause_detail"]

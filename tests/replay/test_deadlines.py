@@ -96,7 +96,7 @@ def test_a_trickling_simulated_user_fails_at_its_deadline(trickling: str, tmp_pa
             "--user-url", trickling, "--user-timeout", "1",
             "--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools",
         )  # fmt: skip
-    assert code == 0, err
+    assert code == 3, err  # the user's failure, not the agent's
     (trial,) = Store(store).trials("r")
     assert trial["verdict"] == "error" and trial["cause"] == "user"
     assert trial["cause_detail"] == ["the simulated user failed: it gave no answer within 1s"]

@@ -157,7 +157,7 @@ def test_the_run_goes_on_past_a_trial_whose_server_dies(tmp_path: Path) -> None:
         "--tools", "tests.replay.mcp_agents:no_tools", "--llm-url", NO_LLM_URL,
         "--mcp-server", f"test={sys.executable} {SERVER} {{world}}",
     )  # fmt: skip
-    assert code == 0, err
+    assert code == 3, err  # the server's error, not the agent's
     trials = {t["case_id"]: t for t in Store(store).trials("r")}
     assert trials["counts"]["verdict"] == "pass"
     assert (trials["dies"]["verdict"], trials["dies"]["cause"]) == ("error", "server")
