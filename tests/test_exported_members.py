@@ -181,6 +181,7 @@ GRADERS = [
     "SqliteWorld",
     "Trial",
     "Verdict",
+    "WorldRef",
     "WorldView",
     "combine",
     "grader",
