@@ -187,6 +187,7 @@ GRADERS = [
     "SqliteWorld",
     "Trial",
     "Verdict",
+    "WorldRef",
     "WorldView",
     "combine",
     "grader",

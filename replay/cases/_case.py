@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,9 @@ from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
 from ..channels._faults import Fault
 from ..channels._user import UserSpec
-from ..graders import Assertion, Dimension, GraderUse, SqliteWorld
+from ..graders import Assertion, Dimension, GraderUse, SqliteWorld, WorldRef
 from ..graders._reference import MatchReference
-from ..worlds._world import load_fixture
+from ..worlds._world import Fixture, load_fixture
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
 
@@ -179,6 +180,96 @@ class Case(BaseModel):
         """Return the assertions, parsed (they were checked when the case was loaded)."""
         return [_parsed(a) for a in self.assertions]
 
+    def schema_problems(self, fixture: Fixture | None = None) -> list[str]:
+        """What the case names that its fixture's schema lacks, one line each (``load_case``).
+
+        Checked without running anything: every table an assertion names
+        (``itemz[1]``, ``diff.itemz.inserted``), the columns it filters on,
+        aggregates or reads off a row (SQL tables only: a document
+        collection's records may gain fields), the number of values a
+        ``table[key]`` lookup gives for the primary key; the tables of
+        ``allowed_tables`` and of ``match_reference.multisets`` (and, for
+        SQL tables, the multiset's column). A typo there is the case's
+        error, not the agent's failure.
+
+        Args:
+            fixture: The case's fixture, if loaded already (default: ``self.fixture``).
+        """
+        fixture = fixture or load_fixture(Path(self.fixture).resolve())
+        world = fixture.open()
+        try:
+            return _schema_problems(self, _Schema(fixture, world.conn))
+        finally:
+            world.close()
+
+
+def _schema_problems(case: Case, schema: _Schema) -> list[str]:
+    problems = []
+    for index, source in enumerate(case.assertions, 1):
+        for ref in _parsed(source).world_refs():
+            problems += schema.problems(f"assertion {index}", ref)
+    for table in case.allowed_tables or []:
+        problems += schema.problems("allowed_tables", WorldRef(table))
+    for path in case.match_reference.multisets if case.match_reference else []:
+        table, _, rest = path.partition(".")
+        column = rest.split(".")[0] or None
+        problems += schema.problems("match_reference.multisets", WorldRef(table, column))
+    return list(dict.fromkeys(problems))
+
+
+class _Schema:
+    """A fixture's tables, columns and primary keys, read once from a world of it."""
+
+    SHOWN = 20
+    """Names listed in a message at most."""
+
+    def __init__(self, fixture: Fixture, conn: sqlite3.Connection) -> None:
+        self.collections = fixture.collections
+        self._conn = conn
+        self.tables = sorted(
+            r[0]
+            for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+            )
+        )
+        self._columns: dict[str, tuple[list[str], list[str]]] = {}
+
+    def columns(self, table: str) -> tuple[list[str], list[str]]:
+        """The table's columns and its primary key (``rowid`` when it declares none)."""
+        if table not in self._columns:
+            quoted = '"' + table.replace('"', '""') + '"'
+            info = self._conn.execute(f"PRAGMA table_info({quoted})").fetchall()
+            pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
+            self._columns[table] = ([r[1] for r in info], pk)
+        return self._columns[table]
+
+    @classmethod
+    def _listed(cls, names: list[str]) -> str:
+        shown = ", ".join(names[: cls.SHOWN])
+        return shown + (f", ... ({len(names)} in all)" if len(names) > cls.SHOWN else "")
+
+    def problems(self, where: str, ref: WorldRef) -> list[str]:
+        if ref.table not in self.tables:
+            return [
+                f"{where} names table {ref.table!r}, which the fixture has no "
+                f"(tables: {self._listed(self.tables)})"
+            ]
+        columns, pk = self.columns(ref.table)
+        if ref.key_parts is not None and ref.key_parts != len(pk):
+            return [
+                f"{where} looks up {ref.table}[...] by {ref.key_parts} value(s), but the "
+                f"fixture keys {ref.table!r} by {len(pk)} ({', '.join(pk)})"
+            ]
+        if ref.column is None or ref.table in self.collections:
+            return []
+        if ref.column in columns or (ref.filter and ref.column == "rowid"):
+            return []
+        return [
+            f"{where} names column {ref.column!r} of table {ref.table!r}, which the fixture "
+            f"has no ({ref.table} has: {self._listed(columns)})"
+        ]
+
 
 @functools.lru_cache(maxsize=4096)
 def _parsed(source: str) -> Assertion:
@@ -275,17 +366,29 @@ def load_case(path: str | Path) -> Case:
     fixture = case.fixture if case.fixture.is_absolute() else path.parent / case.fixture
     if not fixture.exists():
         raise CaseFileError(f"fixture {fixture} does not exist", path=path, field="fixture")
-    world = None
+    parsed = []
     for index, source in enumerate(case.assertions):
         try:
-            assertion = _parsed(source)  # parsed once per process, for every trial too
-            if world is None:
-                world = load_fixture(fixture.resolve()).open()
-            assertion.validate(SqliteWorld(world.conn))
+            parsed.append(_parsed(source))  # parsed once per process, for every trial too
         except AssertionSyntaxError as exc:
             raise CaseFileError(str(exc), path=path, field=f"assert.{index}") from None
-        except FixtureError as exc:
-            raise CaseFileError(str(exc), path=path, field="fixture") from None
-    if world is not None:
+    case = case.model_copy(update={"fixture": fixture.resolve()})
+    if not (case.assertions or case.allowed_tables or case.match_reference):
+        return case
+    try:
+        loaded = load_fixture(case.fixture)
+    except FixtureError as exc:
+        raise CaseFileError(str(exc), path=path, field="fixture") from None
+    world = loaded.open()
+    try:
+        problems = _schema_problems(case, _Schema(loaded, world.conn))
+        if problems:  # a typo in the case: its error, never a failure of every agent's trials
+            raise CaseFileError("; ".join(problems), path=path)
+        for index, assertion in enumerate(parsed):
+            try:
+                assertion.validate(SqliteWorld(world.conn))
+            except AssertionSyntaxError as exc:
+                raise CaseFileError(str(exc), path=path, field=f"assert.{index}") from None
+    finally:
         world.close()
-    return case.model_copy(update={"fixture": fixture.resolve()})
+    return case

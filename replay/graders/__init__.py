@@ -27,7 +27,7 @@ from ._core import (
     resolve,
     run_graders,
 )
-from ._expr import Approx, Assertion, Check, Context, SqliteWorld, WorldView
+from ._expr import Approx, Assertion, Check, Context, SqliteWorld, WorldRef, WorldView
 from ._judge import Dimension, Judge
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "SqliteWorld",
     "Trial",
     "Verdict",
+    "WorldRef",
     "WorldView",
     "combine",
     "grader",

@@ -176,6 +176,25 @@ class _DiffRoot:
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class WorldRef:
+    """A name an assertion gives the world, known without evaluating it.
+
+    ``orders[4812].status`` names table ``orders``, indexed by one value
+    (``key_parts``), and its column ``status``; ``refunds.count(order_id=1)``
+    names column ``order_id`` as a filter; ``diff.refunds.inserted`` names
+    table ``refunds``. A case checks them against its fixture's schema.
+    """
+
+    table: str
+    column: str | None = None
+    """A column (or document field) of ``table``; None: the table itself."""
+    key_parts: int | None = None
+    """Values a ``table[key]`` lookup gives for the primary key; None: no lookup."""
+    filter: bool = False
+    """``column`` is a ``count``/``where`` filter (which may also be ``rowid``)."""
+
+
 _COMPARE: dict[type, tuple[str, Callable[[Any, Any], bool]]] = {
     ast.Eq: ("==", operator.eq),
     ast.NotEq: ("!=", operator.ne),
@@ -288,6 +307,70 @@ class Assertion:
                 child.func, (ast.Attribute, ast.Name)
             ):
                 raise self._reject(child, "only table methods and approx() can be called")
+
+    def world_refs(self) -> list[WorldRef]:
+        """The tables, columns and key lookups the assertion names, in order, once each.
+
+        What can be known from the text alone: a name is a table unless it is
+        ``answer``, ``diff`` or ``no_side_effects``; ``diff.T.inserted`` names
+        table ``T``; filters, aggregated columns and fields read off rows name
+        columns. Which rows match, or what a field holds, needs the world.
+        """
+        found: list[WorldRef] = []
+        self._refs(self._tree, found)
+        return list(dict.fromkeys(found))
+
+    def _refs(self, node: ast.expr, found: list[WorldRef]) -> Any:
+        """Collect ``node``'s references; return what it denotes, if a table-like thing.
+
+        That is a table, rows of one, ``diff`` or a diff table; else None.
+        """
+        if isinstance(node, ast.Name):
+            if node.id in ("answer", "no_side_effects"):
+                return None
+            if node.id == "diff":
+                return _DiffRoot()
+            found.append(WorldRef(node.id))
+            return _Table(node.id)
+        if isinstance(node, ast.Subscript):
+            base = self._refs(node.value, found)
+            self._refs(node.slice, found)
+            if not isinstance(base, _Table):
+                return None
+            parts = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+            found.append(WorldRef(base.name, key_parts=parts))
+            return _Rows(base.name)
+        if isinstance(node, ast.Attribute):
+            base = self._refs(node.value, found)
+            if isinstance(base, _DiffRoot):
+                found.append(WorldRef(node.attr))
+                return _DiffTable(node.attr)
+            if isinstance(base, _Rows):
+                found.append(WorldRef(base.table, node.attr))
+            return None
+        if isinstance(node, ast.Call):
+            return self._call_refs(node, found)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self._refs(child, found)
+        return None
+
+    def _call_refs(self, node: ast.Call, found: list[WorldRef]) -> Any:
+        base = self._refs(node.func.value, found) if isinstance(node.func, ast.Attribute) else None
+        for keyword in node.keywords:
+            self._refs(keyword.value, found)
+        if isinstance(node.func, ast.Attribute) and isinstance(base, (_Table, _Rows)):
+            table = base.name if isinstance(base, _Table) else base.table
+            method = node.func.attr
+            if method in ("count", "where"):
+                found.extend(WorldRef(table, k.arg, filter=True) for k in node.keywords if k.arg)
+                return _Rows(table) if method == "where" else None
+            if method in _AGGREGATES and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+                found.append(WorldRef(table, node.args[0].id))
+                return None
+        for arg in node.args:
+            self._refs(arg, found)
+        return None
 
     def validate(self, world: WorldView) -> None:
         """Evaluate once against a world to reject what parses but means nothing.

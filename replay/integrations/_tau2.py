@@ -6,8 +6,11 @@ reason for calling as the instruction, the full user scenario as a
 simulated user's hidden instruction, the gold actions as the reference
 solution, ``match_reference`` on (the world must end as the gold actions
 leave it), and each piece of information the agent must communicate as an
-``answer contains`` assertion. Tasks without gold actions are listed as
-skipped. Run them with ``--tools replay.tau2:<domain>_tools``.
+``answer contains`` assertion. A task without gold actions (7 airline, 2
+retail in tau2 26.3) is a case too: tau2 still compares its database with
+what the (empty) gold actions leave, so its reference solution is empty and
+``matches_reference`` holds the world to the fixture — any write fails it,
+changing nothing passes. Run them with ``--tools replay.tau2:<domain>_tools``.
 """
 
 from __future__ import annotations
@@ -34,18 +37,20 @@ class Tau2Import:
 
     fixture: Path
     cases: list[Path] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    """Task ids without gold actions."""
+    unchanged: list[str] = field(default_factory=list)
+    """Task ids without gold actions: their cases expect the world to end unchanged."""
 
 
 def import_tau2(domain: str, out: str | Path) -> Tau2Import:
-    """Write a tau2-bench domain's fixture and one case per task with gold actions into ``out``.
+    """Write a tau2-bench domain's fixture and one case per task into ``out``.
 
     ``out/fixture.json`` is the domain's database as a document world;
     ``out/cases/<task>.yaml`` each has the gold actions as its reference
     solution, graded by ``matches_reference``, the information to tell as
     ``answer contains`` assertions and the user scenario as a simulated
-    user. Run them with ``--tools replay.tau2:<domain>_tools``.
+    user. A task without gold actions gets an empty reference solution: its
+    world must end as it began (``Tau2Import.unchanged`` lists them). Run
+    them with ``--tools replay.tau2:<domain>_tools``.
 
     Args:
         domain: ``airline`` or ``retail`` (``replay.tau2.DOMAINS``).
@@ -62,9 +67,8 @@ def import_tau2(domain: str, out: str | Path) -> Tau2Import:
     result = Tau2Import(fixture)
     for task in tau2.tasks(domain):
         actions = [a for a in task.evaluation_criteria.actions or [] if a.requestor == "assistant"]
-        if not actions:
-            result.skipped.append(str(task.id))
-            continue
+        if not actions:  # tau2 checks the database all the same: it must not change
+            result.unchanged.append(str(task.id))
         path = out / "cases" / f"{_slug(str(task.id))}.yaml"
         path.write_text(_case_yaml(domain, task, actions), encoding="utf-8")
         result.cases.append(path)
@@ -95,6 +99,7 @@ def _case_yaml(domain: str, task: Any, actions: list[Any]) -> str:
         "user": {"instruction": _block(str(scenario))},
         "match_reference": {"multisets": MULTISETS.get(domain, [])},
         "assert": [f"answer contains {json.dumps(i)}" for i in informs],
+        # Empty without gold actions: with match_reference, the world must end unchanged.
         "reference_solution": [{"tool": a.name, "args": dict(a.arguments)} for a in actions],
         "tags": ["tau2", domain],
     }
@@ -106,6 +111,8 @@ def _case_yaml(domain: str, task: Any, actions: list[Any]) -> str:
     purpose = getattr(task.description, "purpose", None) if task.description else None
     if purpose:
         header += f"# Purpose: {' '.join(str(purpose).split())}\n"
+    if not actions:
+        header += "# No gold actions: the database must end as it began (any write fails).\n"
     return header + yaml.dump(case, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 

@@ -25,13 +25,18 @@ def check_case(case: Case, tools: ToolFactory) -> TrialResult | None:
         case: The case (``load_case``).
         tools: The tool factory, taking the world's connection (``load_callable``).
 
+    A case with ``match_reference`` and no reference solution says that
+    nothing should change: the empty solution is run and graded too (a
+    tau2-bench task without gold actions).
+
     Returns:
-        The graded trial, or None when the case has no reference solution.
+        The graded trial, or None when the case has no reference solution
+        (and no ``match_reference``).
 
     Raises:
         FixtureError: The case's starting world cannot be built.
     """
-    if not case.reference_solution:
+    if not case.reference_solution and case.match_reference is None:
         return None
     calls: Sequence[Any] = case.reference_solution
 

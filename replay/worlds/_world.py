@@ -76,11 +76,22 @@ class Fixture:
         source: Where it was built from.
         hash: Content hash (schema and rows), the ``fixture_hash`` pin.
         size: Bytes of the database.
+        collections: Tables that are document collections (records keyed by id,
+            see ``_documents``): records may gain fields, so a case's
+            references to their fields are not checked against the columns.
     """
 
-    def __init__(self, template: sqlite3.Connection, source: str, hash: str | None = None) -> None:
+    def __init__(
+        self,
+        template: sqlite3.Connection,
+        source: str,
+        hash: str | None = None,
+        *,
+        collections: frozenset[str] = frozenset(),
+    ) -> None:
         self.source = source
         self.hash = hash or world_hash(template)
+        self.collections = collections
         self._data: bytes | None = None
         self._lock = threading.Lock()
         serialize = getattr(template, "serialize", None)
@@ -111,11 +122,12 @@ class Fixture:
         # check_same_thread=False: on Python 3.10 this connection stays the template that
         # worlds are copied from, in whichever thread runs the trial.
         conn = sqlite3.connect(":memory:", check_same_thread=False)
+        collections: frozenset[str] = frozenset()
         try:
             if suffix == ".sql":
                 conn.executescript(path.read_text(encoding="utf-8"))
             elif suffix == ".json":
-                _load_json(conn, json.loads(path.read_text(encoding="utf-8")))
+                collections = _load_json(conn, json.loads(path.read_text(encoding="utf-8")))
             elif suffix in (".db", ".sqlite", ".sqlite3"):
                 source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
                 try:
@@ -129,7 +141,7 @@ class Fixture:
             conn.commit()
             if not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                 raise FixtureError("defines no tables; an empty world cannot be graded", path=path)
-            return cls(conn, str(path))
+            return cls(conn, str(path), collections=collections)
         except FixtureError:
             conn.close()
             raise
@@ -310,20 +322,23 @@ def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
     return keys
 
 
-def _load_json(conn: sqlite3.Connection, data: Any) -> None:
+def _load_json(conn: sqlite3.Connection, data: Any) -> frozenset[str]:
     """Tables from ``{"table": [rows...]}``, ``{"table": {"pk": "col", "rows": [...]}}``.
 
     Also document collections, ``{"users": {"mia_li_3668": {...}}}`` (see ``_documents``).
 
     Without an explicit ``pk``, a column named ``id`` is the primary key. An
     empty table needs its ``columns`` (``{"id": "integer", "name": "text"}``).
+    Returns the names of the document collections.
     """
     if not isinstance(data, Mapping):
         raise ValueError('a JSON fixture is an object of tables: {"table": [rows...]}')
     db = sqlite_utils.Database(conn)
+    collections = set()
     for table, spec in data.items():
         if is_documents(spec):
             load_collection(conn, table, spec)
+            collections.add(table)
             continue
         if isinstance(spec, Mapping):
             rows, pk, columns = spec.get("rows", []), spec.get("pk"), spec.get("columns")
@@ -349,3 +364,4 @@ def _load_json(conn: sqlite3.Connection, data: Any) -> None:
         if pk is not None and rows and not any(pk in r for r in rows) and not columns:
             raise ValueError(f"table {table!r}: pk {pk!r} is not a column of its rows")
         db.table(table).insert_all(rows, pk=pk, alter=True)
+    return frozenset(collections)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import REPO, replay
 
@@ -36,3 +39,108 @@ def test_a_wrong_reference_fails_naming_case_and_assertion(tmp_path: Path) -> No
     ) in out
     assert "no-reference: no reference solution" in out
     assert out.strip().endswith("1 case(s) fail their own reference solution")
+
+
+SHOP_TABLES = "(tables: customers, emails, inventory, ledger, orders, refunds)"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "error"),
+    [
+        (
+            "orders[4812].status",
+            "orderz[4812].status",
+            f"assertion 3 names table 'orderz', which the fixture has no {SHOP_TABLES}",
+        ),
+        (
+            "orders[4812].status",
+            "orders[4812].state",
+            "assertion 3 names column 'state' of table 'orders', which the fixture has no "
+            "(orders has: id, customer_id, total, status)",
+        ),
+        (
+            "refunds.count(order_id=4812)",
+            "refunds.count(orderid=4812)",
+            "assertion 1 names column 'orderid' of table 'refunds'",
+        ),
+        (
+            "ledger.where(order_id=4812).sum(amount)",
+            "ledger.where(order_id=4812).sum(amont)",
+            "assertion 4 names column 'amont' of table 'ledger'",
+        ),
+        (
+            "refunds.where(order_id=4812).amount",
+            "refunds.where(order_id=4812).amout",
+            "assertion 2 names column 'amout' of table 'refunds'",
+        ),
+        (
+            "  - no_side_effects",
+            "  - diff.refund.inserted == 1",
+            f"assertion 6 names table 'refund', which the fixture has no {SHOP_TABLES}",
+        ),
+        (
+            "orders[4812].status",
+            "orders[4812, 1].status",
+            "assertion 3 looks up orders[...] by 2 value(s), "
+            "but the fixture keys 'orders' by 1 (id)",
+        ),
+        (
+            "allowed_tables: [orders, refunds, ledger, emails]",
+            "allowed_tables: [orders, refunds, ledgers, emails]",
+            f"allowed_tables names table 'ledgers', which the fixture has no {SHOP_TABLES}",
+        ),
+        (
+            "tags: [refunds, critical]",
+            "match_reference: {multisets: [refund.tags]}",
+            "match_reference.multisets names table 'refund', which the fixture has no",
+        ),
+        (
+            "tags: [refunds, critical]",
+            "match_reference: {multisets: [refunds.tags]}",
+            "match_reference.multisets names column 'tags' of table 'refunds'",
+        ),
+    ],
+    ids=[
+        "table",
+        "row-field",
+        "filter",
+        "aggregate",
+        "field-of-where",
+        "diff-table",
+        "key-arity",
+        "allowed-tables",
+        "multiset-table",
+        "multiset-column",
+    ],
+)
+def test_a_name_the_fixture_lacks_is_a_case_error(
+    tmp_path: Path, old: str, new: str, error: str
+) -> None:
+    typo = variant(tmp_path, "typo.yaml", old, new)
+    code, out, err = replay("check-cases", str(CASE), str(typo), *TOOLS)
+    assert code == 2 and out == ""  # refused before any case's reference solution runs
+    assert err.startswith(f"error: {typo}: ") and error in err and err.count("\n") == 1, err
+
+
+def test_every_misnamed_reference_is_listed_in_the_one_line(tmp_path: Path) -> None:
+    typo = variant(tmp_path, "typo.yaml", "orders[4812].status", "orderz[4812].stat")
+    typo.write_text(typo.read_text().replace("emails.count(", "email.count("))
+    code, _, err = replay("check-cases", str(typo), *TOOLS)
+    assert code == 2
+    assert "assertion 3 names table 'orderz'" in err and "assertion 5 names table 'email'" in err
+
+
+def test_document_collections_are_checked_by_name_their_fields_are_open(tmp_path: Path) -> None:
+    (tmp_path / "world.json").write_text(
+        json.dumps({"users": {"mia": {"name": "Mia", "tier": "gold"}}})
+    )
+    case = tmp_path / "case.yaml"
+    body = "id: docs\ninstruction: Upgrade Mia.\nfixture: world.json\nassert:\n  - '{}'\n"
+    case.write_text(body.format('users["mia"].upgraded_at != None'))  # a field a tool may add
+    assert replay("check-cases", str(case), *TOOLS)[0] == 0
+    case.write_text(body.format('user["mia"].tier == "platinum"'))
+    code, _, err = replay("check-cases", str(case), *TOOLS)
+    assert (
+        code == 2
+        and "assertion 1 names table 'user', which the fixture has no (tables: users)" in err
+    )

@@ -279,3 +279,32 @@ def test_an_agent_that_returns_none_is_warned_of(tmp_path: Path) -> None:
     events = read_cassette(trial.cassette).events
     warnings = [e.message for e in events if isinstance(e, WarningEvent)]
     assert warnings == ["the agent returned None: its answer is the last LLM reply, if any"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("orders[4812].status", "orderz[4812].status", "assertion 3 names table 'orderz'"),
+        ("refunds.count(order_id=4812)", "refunds.count(order=4812)", "column 'order' of"),
+        ("allowed_tables: [orders,", "allowed_tables: [order,", "allowed_tables names table"),
+    ],
+    ids=["table", "column", "allowed-tables"],
+)
+def test_a_case_naming_what_its_fixture_lacks_is_refused_before_any_trial(
+    tmp_path: Path, store: str, old: str, new: str, message: str
+) -> None:
+    text = Path(CASE).read_text().replace("../fixture.sql", str(REPO / "examples/shop/fixture.sql"))
+    assert old in text
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(text.replace(old, new))
+    with StubLLM(refund_policy()) as llm:  # the agent would pass: a typo is not its failure
+        code, out, err = replay(
+            "run", CASE, str(typo), "--run", "typo", "-k", "2", "--store", store,
+            "--llm-url", llm.openai_base_url, *AGENT,
+        )  # fmt: skip
+        assert llm.requests == []
+    assert code == 2 and err.count("\n") == 1 and "stored in" not in out
+    assert (
+        err.startswith(f"error: {typo}: ") and message in err and "which the fixture has no" in err
+    )
+    assert not Path(store).exists() or Store(store).run("typo") is None

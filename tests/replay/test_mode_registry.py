@@ -19,7 +19,7 @@ import pytest
 from recorder import ConfigError, HttpEvent, read_cassette
 from replay import AgentSettings, Environment, LlmSettings, RunSpec, Store, execute, load_case
 from replay.modes import REGISTRY, Mode, TrialPlan, cassette_name, register, run_trial
-from replay.pytest_plugin import MODES as PLUGIN_MODES
+from replay.pytest_plugin import ALIASES, RECORD_MODES, RECORDS, REPLAYS
 from tests.helpers import REPO
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
@@ -54,9 +54,10 @@ def test_no_code_outside_the_mode_definitions_compares_a_mode_name() -> None:
 
 
 def test_the_pytest_plugin_runs_registered_modes_that_run_an_agent() -> None:
-    assert sorted(PLUGIN_MODES) == ["offline", "record", "sandbox"]
-    assert all(REGISTRY[name].runs_agent for name, _ in PLUGIN_MODES.values())
-    assert PLUGIN_MODES["record"] == ("sandbox", True)  # a test records under watch
+    assert list(RECORD_MODES) == ["none", "once", "new_episodes", "all", "sandbox"]
+    assert ALIASES == {"offline": "none", "record": "all"}
+    assert REGISTRY[REPLAYS].runs_agent and REGISTRY[RECORDS].runs_agent
+    assert RECORDS == "sandbox"  # a test records under watch
 
 
 def test_an_unknown_mode_is_refused_naming_the_modes(tmp_path: Path) -> None:

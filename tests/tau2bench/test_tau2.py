@@ -50,7 +50,10 @@ def test_every_gold_solution_passes_and_agrees_with_tau2s_own_hash(
             agree += 1
         else:
             disagree.append(case.id)
-    expected = {"airline": 43, "retail": 112}[domain]  # tasks with gold actions in tau2 26.3
+    # Every task of tau2 26.3: 43 and 112 with gold actions, 7 and 2 without (a case whose
+    # empty reference solution leaves the world as it began, as tau2's own hash says).
+    expected = {"airline": 50, "retail": 114}[domain]
+    assert len(imported[domain].unchanged) == {"airline": 7, "retail": 2}[domain]
     print(f"{domain}: {passed} gold solutions pass; tau2's hash agrees on {agree}/{passed}")
     assert passed == agree == expected and not disagree
 
@@ -158,7 +161,7 @@ def test_a_tau2_cassette_replays_offline_and_in_sandbox_with_the_same_diff(
 def test_replay_import_tau2_writes_a_fixture_and_cases(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["import", "tau2", "airline", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert "43 cases" in result.stdout and "7 tasks without gold actions" in result.stdout
+    assert "50 cases" in result.stdout and "7 tasks without gold actions" in result.stdout
     fixture = json.loads((tmp_path / "fixture.json").read_text())
     assert set(fixture) == {"flights", "users", "reservations"}
     case = load_case(tmp_path / "cases" / "5.yaml")
@@ -166,3 +169,36 @@ def test_replay_import_tau2_writes_a_fixture_and_cases(tmp_path: Path) -> None:
     assert case.reference_solution[0].tool == "get_user_details"
     bad = CliRunner().invoke(cli, ["import", "tau2", "telecom", "--out", str(tmp_path)])
     assert bad.exit_code == 2 and "unknown tau2 domain 'telecom'" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("domain", "task", "actions", "passes"),
+    [
+        ("airline", "0", [LOOKUP], True),
+        ("airline", "0", [LOOKUP, GOLD], False),
+        ("retail", "57", [], True),
+    ],
+    ids=["airline-reads-only", "airline-writes", "retail-does-nothing"],
+)
+def test_a_task_without_gold_actions_passes_only_if_the_world_is_unchanged(
+    imported: dict[str, Imported],
+    tmp_path: Path,
+    domain: str,
+    task: str,
+    actions: Any,
+    passes: bool,
+) -> None:
+    assert task in imported[domain].unchanged
+    path = case_path(imported, domain, task)
+    case = load_case(path)
+    assert case.reference_solution == [] and case.match_reference is not None
+    assert "No gold actions" in path.read_text()
+    grade = reference_grade(run_actions(path, domain, actions, tmp_path / "t"))
+    if passes:
+        assert grade.verdict is Verdict.PASS, grade.evidence
+    else:
+        assert grade.verdict is Verdict.FAIL
+        assert any(
+            'users["noah_muller_9847"].payment_methods: the fixture has' in line
+            for line in grade.evidence
+        ), grade.evidence
