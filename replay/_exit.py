@@ -74,7 +74,7 @@ class ExitCode(IntEnum):
         ``unsupported`` or ``unknown``; else ``OK`` (every trial passes, or
         there are none). Verdicts and causes may be strings or
         ``replay.graders`` enums. ``grader_errors_fail``: an ``error`` no cause
-        explains (a grader raised, or nobody registered its name) is ``FAILED``
+        explains (a grader raised) is ``FAILED``
         too, where the graders are what is checked (``replay check-cases``).
         """
         incomplete = False

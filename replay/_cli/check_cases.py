@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
+from recorder import ConfigError
 from replay import ExitCode, check_case, load_callable, load_case
+from replay.graders import resolve
 
 
 @click.command("check-cases")
@@ -31,6 +33,11 @@ def check_cases(cases: tuple[Path, ...], tools: str) -> None:
     factory = load_callable(tools)
     results = []
     loaded = [load_case(path) for path in cases]  # a case error refuses them all, first
+    for path, case in zip(cases, loaded, strict=True):  # a misspelled grader too
+        try:
+            resolve(case.grader_uses, strict=True)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     for case in loaded:
         result = check_case(case, factory)
         if result is None:

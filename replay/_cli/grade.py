@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
+from recorder import ConfigError
 from replay import ExitCode, load_case, review
+from replay.graders import resolve
 
 
 @click.command()
@@ -19,7 +21,12 @@ def grade(cassette: Path, case_path: Path) -> None:
     the agent is to blame for: cause agent or limit); 3 when it could not be
     judged (an error of another cause, unsupported, unknown); 2 on bad input.
     """
-    result = review(load_case(case_path), cassette)
+    case = load_case(case_path)
+    try:  # a misspelled grader is the case's error, not a trial that could not be judged
+        resolve(case.grader_uses, strict=True)
+    except ConfigError as exc:
+        raise ConfigError(f"{case_path}: {exc}") from None
+    result = review(case, cassette)
     click.echo(f"{result.case_id}: {result.outcome.verdict.value}")
     for g in result.outcome.grades:
         click.echo(f"  {g.grader}: {g.verdict.value}")

@@ -532,7 +532,7 @@ def run(
         )
         spec.redaction.redaction()  # a bad --redact-tool path: said before anything starts
     try:
-        _execute(spec, results, resume, as_json)
+        _execute(spec, results, resume)
     except KeyboardInterrupt:  # the trials finished are stored: say how to go on
         click.echo(
             f"interrupted: the trials finished are stored; go on with "
@@ -556,13 +556,13 @@ def run(
         click.get_current_context().exit(code)
 
 
-def _execute(spec: RunSpec, results: Store, resume: bool, as_json: bool) -> None:
-    """``execute``, with progress on stderr (a bar where that is a terminal, else lines)."""
+def _execute(spec: RunSpec, results: Store, resume: bool) -> None:
+    """``execute``, with progress on stderr (a bar where stderr is a terminal, else lines)."""
 
     def warn(message: str) -> None:
         click.echo(f"warning: {message}", err=True)
 
-    if not (sys.stderr if as_json else sys.stdout).isatty():
+    if not sys.stderr.isatty():  # where the progress goes: a bar on a terminal, else lines
 
         def line(what: str | None, done: int, total: int) -> None:
             if what is not None:
@@ -570,7 +570,7 @@ def _execute(spec: RunSpec, results: Store, resume: bool, as_json: bool) -> None
 
         execute(spec, results, resume=resume, on_trial=line, on_warning=warn)
         return
-    with Progress(console=Console(stderr=as_json), transient=True) as progress:
+    with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"run {spec.name}", total=None)
 
         def tick(what: str | None, done: int, total: int) -> None:

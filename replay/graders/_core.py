@@ -135,15 +135,17 @@ class GraderUse:
         return {"version": VERSIONS.get(self.name), "args": dict(self.args)}
 
 
-def resolve(entries: Iterable[str | GraderUse]) -> list[GraderUse]:
+def resolve(entries: Iterable[str | GraderUse], *, strict: bool = False) -> list[GraderUse]:
     """The graders ``entries`` name, importing ``module:name`` entries' modules.
 
     A grader registers when its module is imported; ``module:name`` names the
     module, so a worker process that has not imported it yet registers it here.
-    A name given twice with the same arguments runs once.
+    A name given twice with the same arguments runs once. With ``strict``, a name
+    nobody registered is an error now (a typo in a case), not an ``error`` grade later.
 
     Raises:
-        ConfigError: A module cannot be imported (or raises when imported).
+        ConfigError: A module cannot be imported (or raises when imported), or with
+            ``strict`` a name is registered by nobody.
     """
     out: dict[tuple[str, str], GraderUse] = {}
     for entry in entries:
@@ -159,6 +161,12 @@ def resolve(entries: Iterable[str | GraderUse]) -> list[GraderUse]:
                 ) from None
             use = GraderUse(name, use.args)
         out.setdefault((use.name, repr(sorted(use.args.items()))), use)
+    missing = [u.name for u in out.values() if u.name not in REGISTRY]
+    if strict and missing:
+        raise ConfigError(
+            f"no grader named {', '.join(map(repr, missing))} is registered (registered: "
+            f"{', '.join(sorted(REGISTRY))}); name it MODULE:NAME so that its module is imported"
+        )
     return list(out.values())
 
 

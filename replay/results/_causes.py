@@ -139,6 +139,15 @@ def _detail(trial: TrialRow, grades: Sequence[GradeRow], cause: FailureCause) ->
     return ""
 
 
+def why_not_passed(trial: TrialRow, grades: Sequence[GradeRow]) -> tuple[FailureCause, str] | None:
+    """A trial's primary cause and the first line that says so (None for a pass).
+
+    What ``replay report`` lists under the cause, and ``replay run``'s progress line shows.
+    """
+    cause = primary_cause(trial, grades)
+    return None if cause is None else (cause, _detail(trial, grades, cause))
+
+
 def cause_groups(
     trials: Iterable[TrialRow], grades: Mapping[tuple[str, int], Sequence[GradeRow]]
 ) -> list[CauseGroup]:

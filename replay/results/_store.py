@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -107,7 +108,8 @@ class Store:
         path: The database file (created with its tables if missing).
         create: Whether a missing file becomes a new store (else a ``ConfigError``).
         read_only: Open the file read-only (``replay view``): it must hold a store of
-            this version, which is never changed, not even by a WAL checkpoint.
+            this version, which is never changed, not even by a WAL checkpoint (SQLite
+            may leave its ``-wal`` and ``-shm`` side files beside it).
     """
 
     def __init__(
@@ -147,13 +149,25 @@ class Store:
             self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
     def _open_read_only(self) -> None:
-        try:
-            uri = f"{self.path.resolve().as_uri()}?mode=ro"
-            self.db = sqlite_utils.Database(sqlite3.connect(uri, uri=True, timeout=30))
-            tables = self.db.table_names()
-            version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"{self.path} is not a results store ({exc})") from None
+        # A store in WAL mode needs its -shm file to be read. In a folder we may not write
+        # to, SQLite cannot make one: read the file as it is then (immutable), as no
+        # writer can be at work there either.
+        uri = self.path.resolve().as_uri()
+        queries = ["?mode=ro"]
+        if not os.access(self.path.resolve().parent, os.W_OK):
+            queries.append("?mode=ro&immutable=1")
+        for query in queries:
+            try:
+                self.db = sqlite_utils.Database(sqlite3.connect(uri + query, uri=True, timeout=30))
+                tables = self.db.table_names()
+                version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:  # cannot open or read, not a wrong file
+                failed = exc
+            except sqlite3.DatabaseError as exc:
+                raise ConfigError(f"{self.path} is not a results store ({exc})") from None
+        else:
+            raise ConfigError(f"cannot read the results store {self.path} ({failed})") from None
         if "runs" not in tables:
             self.db.conn.close()
             raise ConfigError(f"{self.path} is not a results store (it has no runs); pass --store")

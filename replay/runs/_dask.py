@@ -50,6 +50,9 @@ class OnDask(Backend):
                     threads_per_worker=max(1, math.ceil(spec.executor.concurrency / workers)),
                     processes=True,
                     dashboard_address=None,
+                    # No dashboard, and the scheduler's metrics server on a free port, not
+                    # 8787: two runs on one machine must not meet there.
+                    scheduler_kwargs={"dashboard_address": ":0"},
                 )
             self._client = Client(self._cluster)
         # A plugin, not a one-off client.run: workers that join later (a nanny's restart

@@ -31,6 +31,7 @@ from ..channels._mcp_proxy import McpServer
 from ..graders import Judge
 from ..modes import REGISTRY, Mode, cassette_name, load_callable
 from ..results._calibration import calibrated_judges
+from ..results._causes import why_not_passed
 from ..results._store import Store
 from ..worlds._world import load_fixture
 from ._backend import Backend, backend
@@ -47,13 +48,10 @@ def _check_graders(spec: RunSpec, cases: list[Case]) -> None:
         ConfigError: A module does not import, or a name is registered by nobody.
     """
     for case in cases:
-        uses = graders.resolve([*spec.graders, *case.grader_uses])
-        missing = [u.name for u in uses if u.name not in graders.REGISTRY]
-        if missing:
-            raise ConfigError(
-                f"case {case.id}: no grader named {', '.join(map(repr, missing))} is registered; "
-                "name it MODULE:NAME so that its module is imported"
-            )
+        try:
+            graders.resolve([*spec.graders, *case.grader_uses], strict=True)
+        except ConfigError as exc:
+            raise ConfigError(f"case {case.id}: {exc}") from None
 
 
 def recorded_cassettes(
@@ -323,24 +321,26 @@ REASON_CHARS = 120
 
 
 def _progress(case_id: str, index: int, row: dict[str, Any], grades: list[dict[str, Any]]) -> str:
-    """``refund-4812 #2 fail (state: ...)``: a finished trial and the first reason it did not pass.
+    """``refund-4812 #2 fail: assertion failed (state: ...)``: a finished trial.
 
-    The reason is the trial's cause first (an error no grade explains), else the first
-    evidence of a grade that counts and did not pass, as ``replay report`` lists them.
+    If it did not pass: its primary cause and the line that says so, as ``replay report``
+    lists them.
     """
     line = f"{case_id} #{index} {row['verdict']}"
-    if row["verdict"] == "pass":
+    trial: Any = {  # the row as the store gives it back (a TrialRow)
+        **row,
+        "cause_detail": json.loads(row.get("cause_detail") or "[]"),
+        "guards": json.loads(row.get("guards") or "[]"),
+    }
+    rows: Any = [{**g, "evidence": json.loads(g.get("evidence") or "[]")} for g in grades]
+    why = why_not_passed(trial, rows)
+    if why is None:
         return line
-    reasons = [f"{row['cause']}: {d}" for d in json.loads(row.get("cause_detail") or "[]")]
-    for grade in grades:
-        if grade["verdict"] != "pass" and not grade.get("advisory"):
-            reasons += [f"{grade['grader']}: {e}" for e in json.loads(grade["evidence"] or "[]")]
-    if not reasons:
-        return line
-    reason = " ".join(reasons[0].split())
+    cause, detail = why
+    reason = " ".join(detail.split())
     if len(reason) > REASON_CHARS:
         reason = reason[: REASON_CHARS - 1] + "…"
-    return f"{line} ({reason})"
+    return f"{line}: {cause.value}" + (f" ({reason})" if reason else "")
 
 
 def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:

@@ -25,7 +25,6 @@ from ._pages import Page, render
 
 _log = logging.getLogger(__name__)
 
-_LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]"}
 _HEADERS = {
     "Content-Type": "text/html; charset=utf-8",
     "X-Content-Type-Options": "nosniff",
@@ -39,6 +38,7 @@ _HEADERS = {
 
 
 def _is_loopback(host: str) -> bool:
+    """Whether a host (an address, or a name as a Host header gives it) is this machine's."""
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -49,6 +49,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     store_path: Path
     loopback: bool
+    url: str
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
@@ -77,12 +78,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, *, body: bool) -> None:
         name = (self.headers.get("Host") or "").lower()
         name = name.rpartition(":")[0] if not name.endswith("]") and ":" in name else name
-        if self.server.loopback and name not in _LOOPBACK_NAMES:
-            port = self.server.server_address[1]
+        if self.server.loopback and not _is_loopback(name.strip("[]")):
             page = Page(
                 421,
                 f"<p>not served to host {html.escape(repr(name))}: open "
-                f"http://127.0.0.1:{port}/ instead</p>\n",
+                f"{html.escape(self.server.url)} instead</p>\n",
             )
         else:
             try:
@@ -143,6 +143,7 @@ class ViewServer:
             raise ConfigError(f"cannot serve on {host} port {port}: {reason}") from None
         self._httpd.store_path = self.store
         self._httpd.loopback = _is_loopback(host)
+        self._httpd.url = self.url
         # serve_forever checks for shutdown() between polls: 0.1 s keeps close() quick.
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, args=(0.1,), name="replay-view", daemon=True

@@ -80,3 +80,20 @@ def test_on_a_worker_an_unregistered_grader_is_an_error_grade() -> None:
     (grade,) = run_graders(None, ["no_such_grader"])  # type: ignore[arg-type]
     assert grade.verdict is Verdict.ERROR
     assert grade.evidence[0].startswith("no grader named 'no_such_grader' is registered")
+
+
+def test_a_misspelled_grader_in_a_case_is_bad_input_for_grade_and_check_cases(
+    tmp_path: Path,
+) -> None:
+    """Not a trial that could not be judged (exit 3): the case's own error, exit 2."""
+    source = SHOP / "cases" / "refund-4812.yaml"
+    text = source.read_text().replace("../fixture.sql", str(SHOP / "fixture.sql"))
+    case = tmp_path / "typo.yaml"
+    case.write_text(text + "graders: [no_such_grader]\n")
+    golden = str(REPO / "cassettes" / "refund-4812.cassette")
+    for args in (("grade", golden, "--case", str(case)),
+                 ("check-cases", str(case), "--tools", "examples.shop:make_tools")):  # fmt: skip
+        code, _, err = replay(*args)
+        assert code == 2, (args, err)
+        assert err.startswith(f"error: {case}: no grader named 'no_such_grader' is registered")
+        assert err.count("\n") == 1

@@ -27,7 +27,7 @@ AGENT = ["--agent", "examples.shop:agent", *TOOLS]
 NO_LLM = ["--llm-url", "http://127.0.0.1:9/v1", "--isolation", "none"]
 IDLE = ["--agent", "tests.cli.exit_helpers:idle", *TOOLS, *NO_LLM]
 CRASH = ["--agent", "tests.cli.exit_helpers:crash", *TOOLS, *NO_LLM]
-MUST_CALL = "fail (rule: issue_refund was never called (must_call))"
+MUST_CALL = "fail: assertion failed (rule: issue_refund was never called (must_call))"
 
 
 @pytest.fixture
@@ -123,8 +123,8 @@ def test_run_json_is_one_object_on_stdout_with_each_trial(store: str) -> None:
     assert all(Path(t["cassette"]).exists() for t in data["trials"])
     lines = err.splitlines()  # progress, on stderr
     assert [line.split(" (")[0] for line in lines] == [
-        "[1/2] refund-4812 #0 error",
-        "[2/2] refund-4812 #1 error",
+        "[1/2] refund-4812 #0 error: agent error",
+        "[2/2] refund-4812 #1 error: agent error",
     ]
     assert "agent: agent raised builtins.RuntimeError: the agent broke on purpose" in lines[0]
     code, out, _ = replay(

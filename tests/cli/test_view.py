@@ -11,6 +11,7 @@ import contextlib
 import gc
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -185,6 +186,33 @@ def test_the_server_only_reads_and_refuses_other_host_names(
     assert rebound.status_code == 421 and "before" not in rebound.text
     assert "&lt;b&gt;attacker.example" in rebound.text and "<b>" not in rebound.text
     assert get(server, "/", headers={"Host": "localhost"}).status_code == 200
+
+
+def test_another_loopback_address_is_served_and_named_in_the_refusal(served: Served) -> None:
+    with view(served.store, host="127.0.0.2") as other:
+        assert other.url.startswith("http://127.0.0.2:")
+        assert get(other, "/").status_code == 200  # its own address is a loopback one
+        refused = get(other, "/", headers={"Host": "rebound.example"})
+        assert refused.status_code == 421 and f"open {other.url} instead" in refused.text
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_a_store_in_a_folder_that_cannot_be_written_is_read(served: Served, tmp_path: Path) -> None:
+    """SQLite cannot make a WAL store's -shm file there: the store is read as it stands."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    shutil.copy(served.store, folder / "results.db")
+    code = (
+        "from replay import Store; "
+        f"print(sorted(Store({str(folder / 'results.db')!r}, read_only=True).runs()))"
+    )
+    walls = ["bwrap", "--bind", "/", "/", "--ro-bind", str(folder), str(folder), "--"]
+    done = subprocess.run(
+        [*walls, sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(sorted([BEFORE, AFTER]))
+    assert sorted(p.name for p in folder.iterdir()) == ["results.db"]
 
 
 def test_a_missing_store_or_a_taken_port_is_a_one_line_error(

@@ -63,6 +63,9 @@ def report(store: str, run: str) -> dict[str, Any]:
     for trial in data["trials"]:
         trial.pop("cassette")
         trial.pop("latency")
+    for group in data["causes"]:
+        for trial in group["trials"]:
+            trial.pop("cassette")
     data.pop("pins")
     data.pop("run")
     return data
@@ -339,7 +342,12 @@ def test_a_dask_cluster_left_without_workers_fails_the_run_instead_of_hanging(
     monkeypatch.setattr(_dask, "NO_WORKERS_S", 2.0)
     store = str(tmp_path / "r.db")
     with (
-        LocalCluster(n_workers=0, processes=True, dashboard_address=None) as cluster,
+        LocalCluster(
+            n_workers=0,
+            processes=True,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},  # not 8787: tests run side by side
+        ) as cluster,
         StubLLM(refund_policy()) as llm,
     ):
         code, _, err = replay(
