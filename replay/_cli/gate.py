@@ -79,8 +79,9 @@ def gate_command(
 
     Exit 0 when every threshold holds, 1 when one does not, 2 on bad input
     (including runs whose pins differ in more than the variable under test:
-    the fixture or grader changed too, and --max-drop or --critical-tag
-    without --baseline).
+    the fixture or grader changed too; a run not finished or without trials;
+    and --max-drop or --critical-tag without --baseline). --junit: a testcase
+    per case and per check, failing exactly when the gate does not hold.
     """
     context = click.get_current_context()
     tagged = context.get_parameter_source("critical_tag") == ParameterSource.COMMANDLINE

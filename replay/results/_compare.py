@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from recorder import Cassette, ConfigError, ToolEvent
 
+from ..graders import Cause
 from ..graders._builtin import agent_calls, step_order
 from ..worlds._diff import StateDiff, value_diff
 from ._metrics import CaseCounts, case_metrics, two_proportion_test
@@ -15,6 +16,9 @@ from ._store import Store, TrialRow
 
 SIGNIFICANCE = 0.05
 """A change in pass rate is called real when the two-proportion test's p is below this."""
+AGENT_CAUSES = frozenset({Cause.AGENT.value, Cause.LIMIT.value})
+"""Causes of an ``error`` trial that are the agent's doing: it raised, or ran past a limit
+(the trial failed, as ``replay.ExitCode.of_verdicts`` rules)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +158,13 @@ class CaseChange:
     """(k, A's pass^k, B's pass^k) at the largest k both runs reach."""
     p_value: float | None
     newly_failing: bool
+    """Whether a trial of B failed (verdict ``fail``, or an ``error`` of cause ``agent`` or
+    ``limit``: the agent raised or ran past a limit, as ``ExitCode.of_verdicts`` rules)
+    where A's trials of the case passed (one at least, and none failed so), or where A
+    has none (the case is new in B). Trials nobody could judge (``unsupported``,
+    ``unknown``, errors of other causes) neither fail nor pass here."""
     failing_cassette: str | None
-    """A failing trial of B, to read first."""
+    """A failing trial of B, to read first (else one that did not pass)."""
 
     @property
     def change(self) -> float | None:
@@ -191,14 +200,28 @@ def diff_runs(store: Store, a: str, b: str) -> list[CaseChange]:
             if counts_a.n and counts_b.n
             else None
         )
-        newly = counts_a.n > 0 and counts_a.c == counts_a.n and counts_b.c < counts_b.n
+        failed_b = [t for t in rows_b if _failed(t)]
+        held = counts_a.c > 0 and not any(_failed(t) for t in rows_a)
+        newly = bool(failed_b) and (held or not rows_a)
         failing = next(
-            (t["cassette"] for t in rows_b if t["verdict"] != "pass" and t["cassette"]), None
+            (
+                t["cassette"]
+                for t in [*failed_b, *rows_b]
+                if t["verdict"] != "pass" and t["cassette"]
+            ),
+            None,
         )
         changes.append(
             CaseChange(case_id, counts_a, counts_b, p1a, p1b, pass_k, p_value, newly, failing)
         )
     return changes
+
+
+def _failed(trial: TrialRow) -> bool:
+    """Whether a trial failed: verdict ``fail``, or ``error`` of one of ``AGENT_CAUSES``."""
+    return trial["verdict"] == "fail" or (
+        trial["verdict"] == "error" and trial["cause"] in AGENT_CAUSES
+    )
 
 
 def _by_case(store: Store, name: str) -> dict[str, list[TrialRow]]:

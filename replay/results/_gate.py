@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import socket
 import xml.etree.ElementTree as ET
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -12,7 +15,7 @@ from recorder import ConfigError
 
 from ._compare import CaseChange, diff_runs
 from ._report import CaseReport, RunReport, build_report
-from ._store import Store
+from ._store import RunRow, Store
 
 VARIABLE_PINS = ("agent", "model", "settings", "llm")
 """Pins a comparison may vary: the variable under test (one, unless --vary names more)."""
@@ -54,6 +57,10 @@ class GateCheck(NamedTuple):
     """What was compared, with the candidate's value: ``suite pass^1 0.750 >= 0.9``."""
     name: str
     """The check without the candidate's value, the same from run to run (a JUnit testcase)."""
+    cases: tuple[str, ...] = ()
+    """The cases the check counts against it: critical cases newly failing, critical cases
+    with a trial not passing, cases whose pass^1 fell (``--max-drop``). When the check does
+    not hold, their JUnit testcases fail with it."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,8 @@ def gate(
     unsupported share, critical cases failing), and at least one must be given.
 
     Raises:
-        ConfigError: A run is missing; the pins differ beyond the variable
+        ConfigError: A run is missing, not finished (``replay run --resume``
+            finishes it) or holds no trial; the pins differ beyond the variable
             under test (``vary``; by default any one of ``VARIABLE_PINS``);
             without a baseline, ``max_drop`` is given, or no threshold is.
     """
@@ -111,6 +119,7 @@ def gate(
     for name, run in runs.items():
         if run is None:
             raise ConfigError(f"no run {name!r} in {store.path}")
+        _check_complete(store, name, run)
     differing = pin_differences(runs[baseline]["pins"], runs[candidate]["pins"])  # type: ignore[index]
     allowed = set(vary) if vary else set(VARIABLE_PINS)
     beyond = {k: v for k, v in differing.items() if k not in allowed}
@@ -125,6 +134,7 @@ def gate(
     base, cand = build_report(store, baseline), build_report(store, candidate)
     changes = diff_runs(store, baseline, candidate)
     checks = _pass_checks(cand, thresholds)
+    dropped = [c.case_id for c in changes if (c.change or 0) < 0]
     if thresholds.max_drop is not None:
         before, pass1 = base.suite.pass_hat.get(1), cand.suite.pass_hat.get(1)
         drop = None if before is None or pass1 is None else before - pass1
@@ -134,19 +144,16 @@ def gate(
                 ok,
                 f"pass^1 drop {_num(drop)} (from {_num(before)}) <= {thresholds.max_drop}",
                 f"pass^1 drop <= {thresholds.max_drop}",
+                tuple(dropped),
             )
         )
-    critical = {
-        c.case_id
-        for c in cand.cases
-        if thresholds.critical_tag in _tags(store, candidate, c.case_id)
-    }
+    tag = thresholds.critical_tag
+    critical = {c.case_id for c in cand.cases if tag in _tags(store, candidate, c.case_id)}
     fallen = [c.case_id for c in changes if c.newly_failing and c.case_id in critical]
-    name = f"no {thresholds.critical_tag} case newly fails"
-    shown = name + (f" (newly failing: {', '.join(fallen)})" if fallen else "")
-    checks.append(GateCheck(not fallen, shown, name))
+    name = f"no {tag} case newly fails"
+    shown = name + (f" (newly failing: {', '.join(fallen)})" if fallen else _none(tag, critical))
+    checks.append(GateCheck(not fallen, shown, name, tuple(fallen)))
     checks += _share_checks(store, cand, thresholds)
-    dropped = [c.case_id for c in changes if (c.change or 0) < 0]
     notes = [f"cases that dropped: {', '.join(dropped)}"] if dropped else []
     return GateResult(all(c.holds for c in checks), checks, notes, changes)
 
@@ -161,6 +168,9 @@ def _absolute(store: Store, candidate: str, thresholds: Thresholds) -> GateResul
             "--min-pass-k K=VALUE, --max-unsupported or --max-failing-critical "
             "(or --baseline RUN to compare with)"
         )
+    run = store.run(candidate)
+    if run is not None:  # (build_report says which runs there are)
+        _check_complete(store, candidate, run)
     cand = build_report(store, candidate)
     checks = [*_pass_checks(cand, thresholds), *_share_checks(store, cand, thresholds)]
     return GateResult(all(c.holds for c in checks), checks, cases=cand.cases)
@@ -192,15 +202,12 @@ def _share_checks(store: Store, cand: RunReport, thresholds: Thresholds) -> list
     checks = []
     if thresholds.max_failing_critical is not None:
         tag, most = thresholds.critical_tag, thresholds.max_failing_critical
-        failing = [
-            c.case_id
-            for c in cand.cases
-            if tag in _tags(store, cand.name, c.case_id) and not _all_pass(c)
-        ]
+        tagged = [c for c in cand.cases if tag in _tags(store, cand.name, c.case_id)]
+        failing = [c.case_id for c in tagged if not _all_pass(c)]
         name = f"{tag} cases with a trial not passing <= {most}"
         shown = f"{tag} cases with a trial not passing {len(failing)} <= {most}"
-        shown += f" (failing: {', '.join(failing)})" if failing else ""
-        checks.append(GateCheck(len(failing) <= most, shown, name))
+        shown += f" (failing: {', '.join(failing)})" if failing else _none(tag, tagged)
+        checks.append(GateCheck(len(failing) <= most, shown, name, tuple(failing)))
     if thresholds.max_unsupported is not None:
         totals = cand.suite.totals
         trials = sum(totals.values())
@@ -213,6 +220,36 @@ def _share_checks(store: Store, cand: RunReport, thresholds: Thresholds) -> list
             )
         )
     return checks
+
+
+def _none(tag: str, tagged: Collection[object]) -> str:
+    """The note that no case carries the tag (a check on them holds then, vacuously)."""
+    return "" if tagged else f" (0 {tag} cases in the run)"
+
+
+def _check_complete(store: Store, name: str, run: RunRow) -> None:
+    """Refuse a run that is not finished, or holds no trial: a gate on it would hold on nothing."""
+    stored = len(store.trials(name))
+    if run["finished"] is None:
+        planned = _planned(run["spec"])
+        of = f"{stored} of {planned}" if planned is not None and planned >= stored else stored
+        raise ConfigError(
+            f"run {name!r} is not finished ({of} trials): finish it with "
+            f"`replay run --resume --run {name} --store {store.path}`"
+        )
+    if not stored:
+        raise ConfigError(f"run {name!r} has no trials in {store.path}: there is nothing to gate")
+
+
+def _planned(spec: dict[str, Any]) -> int | None:
+    """The trials a run's spec asks for (None: one per recorded cassette, or not a run's spec)."""
+    from ..modes import REGISTRY
+
+    mode = REGISTRY.get(str(spec.get("mode")))
+    cases, trials = spec.get("cases"), spec.get("trials")
+    if mode is None or mode.per_recording or not isinstance(cases, list):
+        return None
+    return len(cases) * trials if isinstance(trials, int) else None
 
 
 def _all_pass(case: CaseReport) -> bool:
@@ -233,51 +270,77 @@ def _num(value: float | None) -> str:
 
 
 def write_junit(result: GateResult, path: Path, candidate: str) -> None:
-    """Write JUnit XML: one testcase per case and one per threshold, counts that match.
+    """Write JUnit XML: one testcase per case and one per check, counts that match.
 
-    With a baseline, a case fails when it newly fails or its pass rate dropped
-    significantly; without one (``result.cases``), when a trial of it did not
-    pass. A threshold fails when it does not hold. The cases are ``classname`` ``replay.cases``,
-    the thresholds ``replay.gate`` (named without the candidate's values, so a CI
-    system follows each from run to run).
+    It reports failures exactly when the gate does not hold. A check's testcase
+    fails when the check does not hold. A case's testcase fails only when a
+    check that does not hold names it (``GateCheck.cases``): a critical case
+    newly failing, a critical case ``--max-failing-critical`` counts, a case whose
+    pass^1 fell when ``--max-drop`` is broken; every other case passes, whatever
+    its trials (a low suite pass^1 fails its check alone). Each case's testcase
+    carries in ``<system-out>`` its verdict counts, pass^1 (baseline -> candidate,
+    with a baseline) and the ``replay show CASSETTE`` command for a trial that did
+    not pass. The cases are ``classname`` ``replay.cases``, the checks
+    ``replay.gate`` (named without the candidate's values, so a CI system follows
+    each from run to run). Durations are not measured (``time="0"``).
     """
-    cases: list[tuple[str, str, tuple[str, str] | None]] = []
-    for change in result.changes:
-        failed = None
-        if change.newly_failing or (change.significant and (change.change or 0) < 0):
-            why = "newly failing" if change.newly_failing else "pass rate dropped"
-            failed = (
-                f"{change.case_id}: {why}",
-                f"pass^1 {_num(change.pass1_a)} -> {_num(change.pass1_b)}; "
-                f"read: replay show {change.failing_cassette}",
-            )
-        cases.append(("replay.cases", change.case_id, failed))
-    for report in result.cases:
-        verdicts = {v: n for v, n in report.metrics.counts.verdicts.items() if n}
-        missed = sum(verdicts.values()) - verdicts.get("pass", 0)
-        failed = None
-        if missed:
-            failed = (
-                f"{report.case_id}: {missed} of {sum(verdicts.values())} trials did not pass",
-                ", ".join(f"{n} {v}" for v, n in verdicts.items())
-                + (
-                    f"; read: replay show {report.failing_cassette}"
-                    if report.failing_cassette
-                    else ""
-                ),
-            )
-        cases.append(("replay.cases", report.case_id, failed))
+    blamed: dict[str, list[str]] = {}
     for check in result.checks:
-        cases.append(("replay.gate", check.name, None if check.holds else (check.text, check.text)))
-    failures = sum(1 for *_, failed in cases if failed is not None)
-    counts = {"tests": str(len(cases)), "failures": str(failures), "errors": "0", "skipped": "0"}
+        if not check.holds:
+            for case_id in check.cases:
+                blamed.setdefault(case_id, []).append(check.name)
+    cases: list[tuple[str, str, str | None, str | None]] = []
+    """(classname, name, failure message or None, text)"""
+    for case_id, summary in _case_summaries(result):
+        checks = blamed.get(case_id)
+        message = f"{case_id} fails: {'; '.join(checks)}" if checks else None
+        cases.append(("replay.cases", case_id, message, summary))
+    for check in result.checks:
+        cases.append(("replay.gate", check.name, None if check.holds else check.text, None))
+    failures = sum(1 for _, _, message, _ in cases if message is not None)
+    counts = {"tests": str(len(cases)), "failures": str(failures), "errors": "0", "time": "0"}
     name = f"replay gate {candidate}"
     root = ET.Element("testsuites", {"name": name, **counts})
-    suite = ET.SubElement(root, "testsuite", {"name": name, **counts})
-    for classname, case_name, failed in cases:
-        case = ET.SubElement(suite, "testcase", classname=classname, name=case_name)
-        if failed is not None:
-            message, text = failed
-            ET.SubElement(case, "failure", message=message).text = text
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": name,
+            **counts,
+            "skipped": "0",
+            "timestamp": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"),
+            "hostname": socket.gethostname() or "localhost",
+        },
+    )
+    for classname, case_name, message, text in cases:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=case_name, time="0")
+        if message is not None:
+            ET.SubElement(case, "failure", message=message).text = text or message
+        if text is not None:
+            ET.SubElement(case, "system-out").text = text
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _case_summaries(result: GateResult) -> list[tuple[str, str]]:
+    """Each case with its verdict counts, pass^1 and where to read a trial that did not pass."""
+    out = []
+    for change in result.changes:
+        text = (
+            f"verdicts {_verdicts(change.b.verdicts)} (baseline: {_verdicts(change.a.verdicts)}); "
+            f"pass^1 {_num(change.pass1_a)} -> {_num(change.pass1_b)}"
+        )
+        out.append((change.case_id, text + _read(change.failing_cassette)))
+    for report in result.cases:
+        verdicts = report.metrics.counts.verdicts
+        text = f"verdicts {_verdicts(verdicts)}; pass^1 {_num(report.metrics.pass_hat.get(1))}"
+        out.append((report.case_id, text + _read(report.failing_cassette)))
+    return out
+
+
+def _verdicts(verdicts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in verdicts.items() if n) or "no trials"
+
+
+def _read(cassette: str | None) -> str:
+    return f"; read: replay show {cassette}" if cassette else ""

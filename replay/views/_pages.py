@@ -283,7 +283,7 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
             (
                 c.newly_failing,
                 [
-                    trial_link(c, c.case_id) if c.b.c < c.b.n else _e(c.case_id),
+                    trial_link(c, c.case_id) if c.newly_failing or c.b.c < c.b.n else _e(c.case_id),
                     _num(c.pass1_a),
                     _num(c.pass1_b),
                     ("-" if c.change is None else f"{c.change:+.3f}") + mark,

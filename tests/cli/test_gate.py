@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A stable baseline, an equal run, a flakier candidate, and a run on another fixture."""
+    """A stable baseline, an equal run, a flakier candidate, a crashing agent's run, and a
+    run on another fixture."""
     directory = tmp_path_factory.mktemp("gate")
     path = str(directory / "r.db")
     for name, seed, flake in (("base", 0, 0.0), ("same", 0, 0.0), ("flaky", 2, 0.5)):
@@ -37,6 +39,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
                 "--measure",  # the flaky run fails trials: the gate reads its numbers
             )
             assert code == 0, err
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", str(CASE), "--run", "crash", "-k", "2", "--llm-url", llm.openai_base_url,
+            "--store", path, "--agent", "tests.cli.exit_helpers:crash", *AGENT[2:], "--measure",
+        )  # fmt: skip
+        assert code == 0, err
     other = directory / "case"
     other.mkdir()
     (other / "fixture.sql").write_text(
@@ -98,13 +106,25 @@ def test_a_flakier_candidate_fails_the_gate_naming_the_case(store: str, tmp_path
 
 
 def _testcases(path: Path) -> list[Any]:
-    """The testcases as a JUnit-reading library sees them, counts checked as CI reads them."""
+    """The testcases as a JUnit-reading library sees them, counts checked as CI reads them.
+
+    And the attributes the common schemas ask for: Jenkins' junit-10.xsd allows only
+    name, time, tests, failures and errors on ``testsuites``; Ant's wants a time on each
+    testsuite and testcase, and a timestamp and hostname on each testsuite.
+    """
     junitparser = pytest.importorskip("junitparser", reason="the dev extra installs junitparser")
     xml = junitparser.JUnitXml.fromfile(str(path))
     suites = list(xml)
     for holder, cases in [(xml, [c for s in suites for c in s]), *((s, list(s)) for s in suites)]:
         failing = [c for c in cases if not c.is_passed]
         assert (holder.tests, holder.failures, holder.errors) == (len(cases), len(failing), 0)
+    assert set(xml._elem.attrib) <= {"name", "time", "tests", "failures", "errors"}
+    for suite in suites:
+        assert {"name", "tests", "failures", "errors", "time", "timestamp", "hostname"} <= set(
+            suite._elem.attrib
+        )
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", suite.timestamp)
+        assert all(case._elem.get("time") == "0" for case in suite)
     return [c for s in suites for c in s]
 
 
@@ -180,8 +200,117 @@ def test_without_a_baseline_a_failing_candidate_fails_each_check_and_case(
     cases = {c.name: c for c in _testcases(junit)}  # (the counts are checked there too)
     assert len(cases) == 5
     assert [n for n, c in cases.items() if c.is_passed] == ["unsupported + error share <= 1.0"]
+    (failure,) = cases["refund-4812"].result  # a failing check names it
+    assert failure.message == "refund-4812 fails: critical cases with a trial not passing <= 0"
+    assert cases["refund-4812"].system_out.startswith("verdicts ")
+
+
+def test_a_candidate_whose_agent_crashes_on_every_trial_newly_fails(
+    store: str, tmp_path: Path
+) -> None:
+    junit = tmp_path / "junit.xml"
+    args = ["--store", store, "--junit", str(junit)]
+    code, out, _ = replay(
+        "gate", "--baseline", "base", "--candidate", "crash", "--vary", "agent", *args
+    )
+    assert code == 1, out
+    assert out.splitlines()[0] == "FAIL no critical case newly fails (newly failing: refund-4812)"
+    cases = {c.name: c for c in _testcases(junit)}
+    assert (
+        not cases["refund-4812"].is_passed and not cases["no critical case newly fails"].is_passed
+    )
     (failure,) = cases["refund-4812"].result
-    assert failure.message.startswith("refund-4812: ") and "trials did not pass" in failure.message
+    assert failure.message == "refund-4812 fails: no critical case newly fails"
+    assert failure.text.startswith("verdicts 2 error (baseline: 8 pass); pass^1 1.000 -> -; read: ")
+
+
+def test_a_case_only_the_candidate_has_newly_fails_when_it_fails(
+    store: str, tmp_path: Path
+) -> None:
+    from replay import Store
+
+    results = Store(store)
+    base = results.run("base")
+    assert base is not None
+    results.start_run("plus", base["spec"], base["pins"])
+    for trial in results.trials("base"):
+        row = {k: v for k, v in trial.items() if k != "run"}
+        results.add_trial("plus", row, [])
+        results.add_trial("plus", {**row, "case_id": "new-fail", "verdict": "fail"}, [])
+        limit = {**row, "case_id": "new-limit", "verdict": "error", "cause": "limit"}
+        results.add_trial("plus", limit, [])  # ran past a limit: the agent's doing
+        results.add_trial("plus", {**limit, "case_id": "new-server", "cause": "server"}, [])
+        results.add_trial(
+            "plus", {**row, "case_id": "new-unsupported", "verdict": "unsupported"}, []
+        )
+    results.finish_run("plus")
+    junit = tmp_path / "junit.xml"
+    args = ["--store", store, "--junit", str(junit)]
+    code, out, _ = replay("gate", "--baseline", "base", "--candidate", "plus", *args)
+    assert code == 1, out
+    assert "FAIL no critical case newly fails (newly failing: new-fail, new-limit)" in out
+    cases = {c.name for c in _testcases(junit) if not c.is_passed}
+    assert cases == {"new-fail", "new-limit", "no critical case newly fails"}
+
+
+def test_junit_fails_exactly_when_the_gate_does_not_hold(store: str, tmp_path: Path) -> None:
+    """A gate that holds writes no failure: cases pass, their verdicts in system-out."""
+    junit = tmp_path / "junit.xml"
+    args = ["--candidate", "flaky", "--store", store, "--junit", str(junit)]
+    code, out, _ = replay("gate", *args, "--min-pass1", "0", "--max-unsupported", "1")
+    assert code == 0, out  # without a baseline: the case has failing trials, no check names it
+    (case, *checks) = _testcases(junit)
+    assert case.name == "refund-4812" and case.is_passed and all(c.is_passed for c in checks)
+    assert re.fullmatch(
+        r"verdicts (\d pass, )?\d fail; pass\^1 0\.\d+; read: replay show \S+", case.system_out
+    )
+    code, out, _ = replay("gate", *args, "--baseline", "base", "--critical-tag", "vip")
+    assert code == 0, out  # with one: its pass rate fell, and no threshold says it may not
+    assert "ok   no vip case newly fails (0 vip cases in the run)" in out
+    assert "cases that dropped: refund-4812" in out
+    (case, check) = _testcases(junit)
+    assert case.is_passed and check.is_passed
+    assert re.match(
+        r"verdicts (\d pass, )?\d fail \(baseline: 8 pass\); pass\^1 1\.000 -> 0\.", case.system_out
+    )
+
+
+def test_with_no_critical_case_the_critical_cap_holds_saying_so(store: str) -> None:
+    args = ["--candidate", "base", "--store", store, "--critical-tag", "vip"]
+    code, out, _ = replay("gate", *args, "--max-failing-critical", "0")
+    assert code == 0, out
+    assert "ok   vip cases with a trial not passing 0 <= 0 (0 vip cases in the run)" in out
+
+
+def test_a_run_not_finished_or_without_trials_is_a_one_line_error(store: str) -> None:
+    from replay import Store
+
+    results = Store(store)
+    base = results.run("base")
+    assert base is not None
+    results.start_run("half", base["spec"], base["pins"])
+    (first, *_) = results.trials("base")
+    results.add_trial("half", {k: v for k, v in first.items() if k != "run"}, [])
+    results.start_run("empty", base["spec"], base["pins"])
+    results.finish_run("empty")
+    for args, message in [
+        (["--candidate", "half", "--min-pass1", "0"], "run 'half' is not finished (1 of 8 trials)"),
+        (
+            ["--baseline", "half", "--candidate", "base"],
+            "run 'half' is not finished (1 of 8 trials)",
+        ),
+        (
+            ["--baseline", "base", "--candidate", "half"],
+            "run 'half' is not finished (1 of 8 trials)",
+        ),
+        (["--candidate", "empty", "--min-pass1", "0"], "run 'empty' has no trials"),
+        (["--baseline", "empty", "--candidate", "base"], "run 'empty' has no trials"),
+    ]:
+        code, out, err = replay("gate", *args, "--store", store)
+        assert code == 2 and out == "" and err.count("\n") == 1, (args, out, err)
+        assert message in err, err
+        if "half" in message:
+            assert f"finish it with `replay run --resume --run half --store {store}`" in err
 
 
 def test_the_api_gate_takes_no_baseline(store: str) -> None:

@@ -171,6 +171,24 @@ def test_compare_lists_the_newly_failing_case_first(server: ViewServer) -> None:
     assert page.text.count("<tr class=newly>") == 1
 
 
+def test_compare_lists_a_case_whose_agent_crashes_as_newly_failing(tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    for name, agent in (("good", AGENT[1]), ("crash", "tests.cli.exit_helpers:crash")):
+        with StubLLM(refund_policy()) as llm:
+            code, _, err = replay(
+                "run", str(CASE), "--run", name, "--store", store, "--isolation", "none",
+                "--llm-url", llm.openai_base_url, "--agent", agent, *AGENT[2:], "--measure",
+            )  # fmt: skip
+        assert code == 0, err
+    with view(store) as running:
+        page = get(running, href("compare", "good", "crash"))
+    newly = re.search(r'<ol id="newly-failing">(.*?)</ol>', page.text)
+    assert newly and newly.group(1).count("<li>") == 1  # its trial: an error of cause agent
+    trial = href("runs", "crash", "trials", "refund-4812", 0)
+    assert f'href="{trial}"' in newly.group(1)
+    assert page.text.count(f'href="{trial}"') == 2  # and from its row in the table
+
+
 def test_the_server_only_reads_and_refuses_other_host_names(
     served: Served, server: ViewServer
 ) -> None:
