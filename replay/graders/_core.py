@@ -218,6 +218,11 @@ class Cause(str, enum.Enum):
     which ones are the trial's guard flags."""
 
 
+AGENT_CAUSES: frozenset[str] = frozenset({Cause.AGENT.value, Cause.LIMIT.value})
+"""The causes that make an ``error`` trial the agent's failure (it raised, or ran past a
+limit): ``replay run``'s exit status, and what newly fails in a diff or a gate."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """A trial's verdict from its grades, and why when no grade is to blame."""

@@ -8,17 +8,14 @@ from typing import Any, Literal
 
 from recorder import Cassette, ConfigError, ToolEvent
 
-from ..graders import Cause
 from ..graders._builtin import agent_calls, step_order
+from ..graders._core import AGENT_CAUSES
 from ..worlds._diff import StateDiff, value_diff
 from ._metrics import CaseCounts, case_metrics, two_proportion_test
 from ._store import Store, TrialRow
 
 SIGNIFICANCE = 0.05
 """A change in pass rate is called real when the two-proportion test's p is below this."""
-AGENT_CAUSES = frozenset({Cause.AGENT.value, Cause.LIMIT.value})
-"""Causes of an ``error`` trial that are the agent's doing: it raised, or ran past a limit
-(the trial failed, as ``replay.ExitCode.of_verdicts`` rules)."""
 
 
 @dataclass(frozen=True, slots=True)
