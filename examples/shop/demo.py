@@ -11,8 +11,10 @@
    on another host is refused there, and the trial fails on it, whatever it
    did for the customer.
 
-Each run shows failing or unsupported trials on purpose, so each is a
-measurement run (``--measure``: exit 0 whatever the verdicts).
+Each run shows failing or unsupported trials on purpose: the demo checks each
+exits as the README's exit codes say (3 for the unsupported call, 1 for a
+failure, 0 when every trial passes), and that no trial is an ``error`` (the
+story has none: an error means the demo itself is broken here).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from replay import ExitCode, Store
 from replay._cli.main import cli
 from replay.stub_llm import StubLLM
 
@@ -31,15 +34,16 @@ RETRIED = str(Path(__file__).with_name("cases") / "refund-4812-retried.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
 
 
-def replay(*args: str) -> None:
-    """Run a ``replay`` command in this process, as the shell would."""
+def replay(*args: str, expect: int = 0) -> None:
+    """Run a ``replay`` command in this process, as the shell would; it must exit ``expect``."""
     print(f"\n$ replay {' '.join(a if ' ' not in a else repr(a) for a in args)}", flush=True)
     try:  # (without standalone mode, click returns the exit status of ctx.exit)
         code = cli.main(list(args), prog_name="replay", standalone_mode=False)
     except SystemExit as exit_:
         code = exit_.code
-    if code not in (0, None):
-        raise SystemExit(code)
+    if (code or 0) != expect:
+        print(f"demo: `replay {args[0]}` exited {code}, not {expect}", file=sys.stderr)
+        raise SystemExit(code or 1)
 
 
 def model(stub: StubLLM, policy: str, note: str = "") -> None:
@@ -75,7 +79,7 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             "--store",
             store,
             *AGENT,
-            "--measure",  # (a trial is unsupported: the run would exit 3)
+            expect=ExitCode.INCOMPLETE,  # the unsupported call: nothing failed, not judged
         )
     replay("report", "offline-v2", "--store", store)
     with StubLLM(refund_policy(), seed=4812, flake_rate=0.12) as flaky:
@@ -94,7 +98,7 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             "--store",
             store,
             *AGENT,
-            "--measure",  # (flaky trials fail: the run would exit 1)
+            expect=ExitCode.FAILED,  # the flaky model's trials that fail
         )
     replay("report", "flaky-8", "--store", store)
     for name, policy, note in (
@@ -105,16 +109,28 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             model(llm, policy, note)
             replay(
                 "run", RETRIED, "--run", name, "-k", "2", "--llm-url", llm.openai_base_url,
-                "--store", store, *AGENT, "--measure",
+                "--store", store, *AGENT,
+                expect=ExitCode.OK if name == "retried-demo" else ExitCode.FAILED,
             )  # fmt: skip
         replay("report", name, "--store", store)
     with StubLLM(refund_policy()) as llm:
         model(llm, "examples.shop:refund_policy")
         replay(
             "run", CASE, "--run", "webhook", "--llm-url", llm.openai_base_url, "--store", store,
-            "--set", "notify_url=https://hooks.example.com/refunds", *AGENT, "--measure",
+            "--set", "notify_url=https://hooks.example.com/refunds", *AGENT,
+            expect=ExitCode.FAILED,  # the sandbox violation
         )  # fmt: skip
     replay("report", "webhook", "--store", store)
+    results = Store(store)
+    errors = [(r, t) for r in results.runs() for t in results.trials(r) if t["verdict"] == "error"]
+    if errors:
+        run, first = errors[0]
+        print(
+            f"demo: {len(errors)} trial(s) are errors, which the demo has none of; the first, "
+            f"{run} {first['case_id']}#{first['idx']}: {first['cause_detail'][:1]}",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from recorder import ConfigError
 
 from . import _seccomp
 from ._forward import splice
+from ._mcp import sdk_missing
 
 FORWARD = str(Path(__file__).with_name("_forward.py"))
 ENDPOINTS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "REPLAY_MCP_", "REPLAY_USER_URL")
@@ -63,6 +64,12 @@ _SOCKETS = re.compile(r"unix:([^\"\s,\]]+)")
 @functools.cache
 def unavailable() -> str | None:
     """Why isolation cannot run here, or None when it can (asked once a process)."""
+    missing = sdk_missing()
+    if missing is not None:  # a walled agent's tools are served to it over MCP
+        return (
+            f"a walled agent reaches its tools over MCP, and the mcp SDK is missing ({missing}): "
+            "pip install 'agent-replay[mcp]'"
+        )
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
     walls = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--", "true"]

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import contextvars
 import importlib.metadata
+import importlib.util
 import inspect
 import json
 import socket
@@ -34,6 +35,14 @@ from recorder import ConfigError, Recording
 
 STARTUP_S = 10.0
 """Seconds the server may take to listen before the trial is an error."""
+
+
+def sdk_missing() -> str | None:
+    """Why the trial's tools cannot be served over MCP here (the mcp extra), else None."""
+    for module in ("mcp", "uvicorn"):
+        if importlib.util.find_spec(module) is None:
+            return f"No module named {module!r}"
+    return None
 
 
 class McpTools:

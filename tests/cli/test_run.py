@@ -308,3 +308,28 @@ def test_a_case_naming_what_its_fixture_lacks_is_refused_before_any_trial(
         err.startswith(f"error: {typo}: ") and message in err and "which the fixture has no" in err
     )
     assert not Path(store).exists() or Store(store).run("typo") is None
+
+
+def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """A walled agent gets its tools over MCP: without the SDK, every trial would be an error."""
+    import replay.channels._isolation as isolation
+
+    monkeypatch.setattr(isolation, "sdk_missing", lambda: "No module named 'mcp'")
+    isolation.unavailable.cache_clear()  # asked once a process: ask again, and after the test
+    request.addfinalizer(isolation.unavailable.cache_clear)
+    store = str(tmp_path / "results.db")
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", CASE, "--run", "r", "--store", store, "--llm-url", llm.openai_base_url, *AGENT
+        )
+    assert code == 0, err
+    assert "the mcp SDK is missing (No module named 'mcp'): pip install 'agent-replay[mcp]'" in err
+    assert "(--isolation none" in err
+    assert [t["verdict"] for t in Store(store).trials("r")] == ["pass"]
+    code, _, err = replay(
+        "run", CASE, "--run", "p", "--store", store, "--isolation", "process", *AGENT,
+        "--llm-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert code == 2 and "the mcp SDK is missing" in err and err.count("\n") == 1, err
