@@ -122,7 +122,9 @@ def test_a_baseline_stored_by_version_1_can_be_gated_against_a_new_run(tmp_path:
     with closing(sqlite3.connect(path)) as conn:
         conn.executescript(VERSION_1.split("INSERT")[0])  # version 1's tables, empty
         conn.execute(
-            "INSERT INTO runs VALUES ('base', '{}', ?, '2026-01-01T00:00:00', NULL)",
+            # a finished run (a gate refuses an unfinished one)
+            "INSERT INTO runs VALUES ('base', '{}', ?, '2026-01-01T00:00:00', "
+            "'2026-01-01T00:01:00')",
             (json.dumps(old_pins),),
         )
         conn.execute(
