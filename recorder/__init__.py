@@ -33,7 +33,7 @@ from ._errors import (
 from ._ignore import DEFAULT_IGNORE_HOSTS
 from ._llm import LlmCall, LlmToolCall, llm_call
 from ._playback import Playback, playback
-from ._reader import Cassette, read_cassette, read_header
+from ._reader import Cassette, holds_events, read_cassette, read_header
 from ._recording import Recording, __version__, record
 from ._redact import PLACEHOLDER, Redaction, Secrets
 from ._schema import (
@@ -122,6 +122,7 @@ __all__ = [
     "WarningEvent",
     "WorldDelta",
     "__version__",
+    "holds_events",
     "keep_capture",
     "llm_call",
     "load_json",

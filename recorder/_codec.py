@@ -209,10 +209,24 @@ def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
     Raises:
         DecodeError: As ``decode``.
     """
+    first = decode_leading(data, 1, chunk)
+    return first[0] if first else None
+
+
+def decode_leading(data: bytes, count: int, chunk: int = 16_384) -> list[dict[str, Any]]:
+    """Decode only the first ``count`` records, inflating no more than they need.
+
+    Fewer when the bytes hold fewer complete ones. Each is framed and checksummed as
+    ``decode`` checks it; an HTTP record's body is left as it is stored (a delta
+    against the one before), so read only what the records say of themselves.
+
+    Raises:
+        DecodeError: As ``decode``.
+    """
     if not data.startswith(MAGIC):
         raise DecodeError("not a cassette (missing the agent-replay file signature)")
     if len(data) <= len(MAGIC):
-        return None
+        return []
     if data[len(MAGIC)] != CONTAINER_DEFLATE_MSGPACK:
         raise DecodeError(
             f"unknown container type {data[len(MAGIC)]}; written by a newer agent-replay?"
@@ -231,22 +245,27 @@ def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
         rest = inflate.unconsumed_tail
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
         unpacker.feed(raw)
+        records: list[dict[str, Any]] = []
         try:
-            crc = unpacker.unpack()
-            start = unpacker.tell()
-            record = unpacker.unpack()
+            while len(records) < count:
+                crc = unpacker.unpack()
+                start = unpacker.tell()
+                record = unpacker.unpack()
+                index = len(records)
+                if not isinstance(crc, int) or not isinstance(record, dict):
+                    raise DecodeError(f"record {index} is not framed as a record")
+                if zlib.crc32(memoryview(raw)[start : unpacker.tell()]) != crc:
+                    raise DecodeError(f"record {index} fails its checksum")
+                if record.get("kind") != "http":
+                    _check(record, index)
+                records.append(record)
+            return records
         except msgpack.OutOfData:
             if not rest:
-                return None
-            continue  # inflate more and start again: headers are a few hundred bytes
+                return records
+            # inflate more and start again: headers are a few hundred bytes
         except (msgpack.UnpackException, ValueError, TypeError) as exc:
-            raise DecodeError(f"damaged record 0 ({exc})") from exc
-        if not isinstance(crc, int) or not isinstance(record, dict):
-            raise DecodeError("record 0 is not framed as a record")
-        if zlib.crc32(memoryview(raw)[start : unpacker.tell()]) != crc:
-            raise DecodeError("record 0 fails its checksum")
-        _check(record, 0)
-        return record
+            raise DecodeError(f"damaged record {len(records)} ({exc})") from exc
 
 
 def _too_big(size: int, limit: int) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._codec import DecodeError, decode, decode_first
+from ._codec import DecodeError, decode, decode_first, decode_leading
 from ._derive import footer_for
 from ._errors import CassetteCorrupt, CassetteNotFound, CassetteVersionUnsupported
 from ._schema import (
@@ -100,6 +100,25 @@ def read_header(path: str | Path) -> Header:
     if first is None:
         raise CassetteCorrupt(_NO_HEADER, path=path)
     return _header(first, path)
+
+
+def holds_events(path: str | Path) -> bool:
+    """Whether a cassette holds any event, reading its header and at most one record more.
+
+    False for a recording of nothing: the header, then the footer or the end of the file.
+
+    Raises:
+        As ``read_cassette``, for the header.
+    """
+    path = Path(path)
+    try:
+        leading = decode_leading(_bytes(path), 2)
+    except DecodeError as exc:
+        raise CassetteCorrupt(str(exc), path=path) from None
+    if not leading:
+        raise CassetteCorrupt(_NO_HEADER, path=path)
+    _header(leading[0], path)
+    return len(leading) > 1 and leading[1].get("kind") != "footer"
 
 
 _NO_HEADER = "holds no complete header: the recording was cut before it started"

@@ -68,6 +68,7 @@ RECORDER = [
     "WarningEvent",
     "WorldDelta",
     "__version__",
+    "holds_events",
     "keep_capture",
     "llm_call",
     "load_json",

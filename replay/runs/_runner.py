@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from recorder import ConfigError, Secrets, __version__, patched, read_cassette, read_header
+from recorder import ConfigError, Secrets, __version__, holds_events, patched, read_header
 
 from .. import graders
 from ..cases._case import Case, load_case
@@ -409,10 +409,10 @@ def _doubtful_recordings(jobs: Sequence[Job]) -> list[str]:
     out = []
     for path in dict.fromkeys(j.recorded for j in jobs if j.recorded is not None):
         try:
-            events = read_cassette(path).events
-        except Exception:  # the trial reads it again, and its error says why
+            empty = not holds_events(path)  # the header and one record more, not every event
+        except Exception:  # the trial reads it, and its error says why
             continue
-        if not events:
+        if empty:
             out.append(
                 f"{path}: the cassette holds no events; its trials replay a recording of "
                 "nothing (was the session recorded?)"

@@ -8,7 +8,6 @@ in a link. An address naming no run, case or trial is a 404 page listing what ex
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from recorder import Cassette, ReplayError
 from ..results._compare import CaseChange, diff_runs
 from ..results._metrics import CaseCounts, suite_metrics
 from ..results._store import Store, TrialRow
-from ._html import _badge, _load, _page, _table, run_html, transcript_html
+from ._html import _badge, _e, _load, _num, _page, _table, run_html, transcript_html
 
 _WORST = {"fail": 0, "error": 1, "unsupported": 2, "unknown": 3, "pass": 4}
 """Trials that did not pass come first in a run's list of trial pages."""
@@ -48,10 +47,6 @@ class _Missing(ReplayError):
         self.exists = exists
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value))
-
-
 def _href(*segments: object) -> str:
     """An address from path segments, each percent-encoded whole."""
     return "/" + "/".join(quote(str(s), safe="") for s in segments)
@@ -60,10 +55,6 @@ def _href(*segments: object) -> str:
 def _a(href: str, text: object, **attrs: str) -> str:
     extra = "".join(f' {k}="{_e(v)}"' for k, v in attrs.items())
     return f'<a href="{_e(href)}"{extra}>{_e(text)}</a>'
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _nav(*crumbs: tuple[str, str]) -> str:

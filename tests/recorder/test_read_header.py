@@ -46,3 +46,22 @@ def test_an_unknown_version_is_refused(tmp_path: Path) -> None:
     CassetteWriter(path, header).close(None)
     with pytest.raises(CassetteVersionUnsupported):
         read_header(path)
+
+
+def test_holds_events_reads_past_the_header_only_as_far_as_one_record(tmp_path: Path) -> None:
+    from recorder import holds_events, record
+
+    assert holds_events(GOLDEN)
+    data = GOLDEN.read_bytes()
+    cut = tmp_path / "cut.cassette"
+    cut.write_bytes(data[:-64])  # the footer is cut; the events before it are there
+    assert holds_events(cut)
+    empty = tmp_path / "empty.cassette"
+    with record(empty):
+        pass  # a session that recorded nothing: header, then footer
+    assert read_cassette(empty).events == []
+    assert not holds_events(empty)
+    for damaged in (b"not a cassette at all", data[:12]):
+        (tmp_path / "bad.cassette").write_bytes(damaged)
+        with pytest.raises(CassetteCorrupt):
+            holds_events(tmp_path / "bad.cassette")
