@@ -76,8 +76,8 @@ class ExitCode(IntEnum):
         ``unsupported`` or ``unknown``; else ``OK`` (every trial passes, or
         there are none). Verdicts and causes may be strings or
         ``replay.graders`` enums. ``grader_errors_fail``: an ``error`` no cause
-        explains (a grader raised) is ``FAILED``
-        too, where the graders are what is checked (``replay check-cases``).
+        explains (a grader raised) is ``FAILED`` too, where the graders are what
+        is checked (``replay check-cases``).
         """
         incomplete = False
         blamed = _AGENTS | {None} if grader_errors_fail else _AGENTS
