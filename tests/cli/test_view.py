@@ -219,7 +219,12 @@ def test_a_store_in_a_folder_that_cannot_be_written_is_read(served: Served, tmp_
     """SQLite cannot make a WAL store's -shm file there: the store is read as it stands."""
     folder = tmp_path / "ro"
     folder.mkdir()
-    shutil.copy(served.store, folder / "results.db")
+    # A consistent copy: the served store's last pages may still be in its -wal file, which
+    # a plain file copy leaves behind (the copy would then hold no runs).
+    with contextlib.closing(sqlite3.connect(served.store)) as source:
+        with contextlib.closing(sqlite3.connect(folder / "results.db")) as copy:
+            source.backup(copy)
+            assert copy.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     code = (
         "from replay import Store; "
         f"print(sorted(Store({str(folder / 'results.db')!r}, read_only=True).runs()))"
