@@ -11,19 +11,19 @@ print(build_report(Store(), "nightly").suite.pass_hat)
 ```
 
 Every ``replay`` command is a thin layer over a function here: ``gate``
-(``replay gate``), ``promote``, ``diff_cassettes`` / ``diff_runs``
-(``replay diff``), ``suite_health`` and ``graduate``, ``check_case``
-(``replay check-cases``), ``import_tau_bench_trajectories`` and
-``import_tau2`` (``replay import``), ``build_report`` / ``run_html``
-(``replay report``), ``view`` (``replay view``); ``ExitCode`` says what the
-commands' exit statuses mean.
+(``replay gate``), ``promote``, ``diff_cassettes`` / ``compare_runs``
+(``replay diff``), ``plan`` (``replay plan``), ``noise`` (``replay noise``),
+``suite_health`` and ``graduate``, ``check_case`` (``replay check-cases``),
+``import_tau_bench_trajectories`` and ``import_tau2`` (``replay import``),
+``build_report`` / ``run_html`` (``replay report``), ``view`` (``replay
+view``); ``ExitCode`` says what the commands' exit statuses mean.
 
 One trial is a ``TrialPlan`` run by its mode (``run_trial``); the modes are
 entries of the public subpackage ``replay.modes`` (``review``, ``offline``,
 ``sandbox`` and ``record``; register more there). Graders live in the
 public subpackage ``replay.graders``; the stub LLM in
-``replay.stub_llm``; tau2-bench tools in ``replay.tau2``. Every other module
-is private.
+``replay.stub_llm``; tau2-bench tools in ``replay.tau2``; the statistics
+under every figure in ``replay.stats``. Every other module is private.
 """
 
 import importlib as _importlib
@@ -51,7 +51,7 @@ if _typing.TYPE_CHECKING:
     from .modes._command import AgentCommand
     from .results._calibration import JudgeAgreement, judge_agreement
     from .results._causes import CauseGroup, FailedTrial, FailureCause
-    from .results._compare import CaseChange, CassetteDiff, Divergence, diff_cassettes, diff_runs
+    from .results._compare import CassetteDiff, Divergence, diff_cassettes
     from .results._gate import GateCheck, GateResult, Thresholds, gate, write_junit
     from .results._health import HealthFlag, graduate, suite_health
     from .results._metrics import (
@@ -64,6 +64,16 @@ if _typing.TYPE_CHECKING:
         suite_metrics,
         two_proportion_test,
     )
+    from .results._noise import CaseNoise, NoiseFloor, noise
+    from .results._paired import (
+        CaseChange,
+        PairedFigure,
+        RunComparison,
+        compare_counts,
+        compare_runs,
+        diff_runs,
+    )
+    from .results._plan import FigurePlan, Plan, PlanRow, plan
     from .results._report import CaseReport, RunReport, build_report, report_json
     from .results._store import Store
     from .runs._check import check_case
@@ -87,7 +97,8 @@ if _typing.TYPE_CHECKING:
 # `replay --help` do not pay for pydantic, deepdiff and sqlite-utils.
 _EXPORTS = {
     "Case": ".cases._case",
-    "CaseChange": ".results._compare",
+    "CaseChange": ".results._paired",
+    "CaseNoise": ".results._noise",
     "CaseCounts": ".results._metrics",
     "CaseMetrics": ".results._metrics",
     "CaseReport": ".results._report",
@@ -106,6 +117,12 @@ _EXPORTS = {
     "GateCheck": ".results._gate",
     "GateResult": ".results._gate",
     "HealthFlag": ".results._health",
+    "FigurePlan": ".results._plan",
+    "NoiseFloor": ".results._noise",
+    "PairedFigure": ".results._paired",
+    "Plan": ".results._plan",
+    "PlanRow": ".results._plan",
+    "RunComparison": ".results._paired",
     "Promoted": ".cases._promote",
     "RowUpdate": ".worlds._diff",
     "RunReport": ".results._report",
@@ -138,9 +155,13 @@ _EXPORTS = {
     "cassette_html": ".views._html",
     "check_case": ".runs._check",
     "diff_cassettes": ".results._compare",
-    "diff_runs": ".results._compare",
+    "diff_runs": ".results._paired",
+    "compare_runs": ".results._paired",
+    "compare_counts": ".results._paired",
     "execute": ".runs._runner",
     "judge_agreement": ".results._calibration",
+    "noise": ".results._noise",
+    "plan": ".results._plan",
     "gate": ".results._gate",
     "graduate": ".results._health",
     "import_tau2": ".integrations._tau2",
@@ -184,6 +205,7 @@ __all__ = [
     "CaseChange",
     "CaseCounts",
     "CaseMetrics",
+    "CaseNoise",
     "CaseReport",
     "CassetteDiff",
     "CauseGroup",
@@ -194,6 +216,7 @@ __all__ = [
     "FailedTrial",
     "FailureCause",
     "FaultSettings",
+    "FigurePlan",
     "Fixture",
     "GateCheck",
     "GateResult",
@@ -203,9 +226,14 @@ __all__ = [
     "Limits",
     "LlmSettings",
     "McpServer",
+    "NoiseFloor",
+    "PairedFigure",
+    "Plan",
+    "PlanRow",
     "Promoted",
     "RedactionSettings",
     "RowUpdate",
+    "RunComparison",
     "RunReport",
     "RunSpec",
     "Scoring",
@@ -229,6 +257,8 @@ __all__ = [
     "case_metrics",
     "cassette_html",
     "check_case",
+    "compare_counts",
+    "compare_runs",
     "diff_cassettes",
     "diff_runs",
     "execute",
@@ -239,9 +269,11 @@ __all__ = [
     "judge_agreement",
     "load_callable",
     "load_case",
+    "noise",
     "offline",
     "pass_at_k",
     "pass_hat_k",
+    "plan",
     "promote",
     "report_json",
     "review",

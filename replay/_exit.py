@@ -23,7 +23,7 @@ class ExitCode(IntEnum):
     0 OK         the command did what it was asked, and its check (if any) held
     1 FAILED     the command ran, and its check did not hold
     2 BAD_INPUT  it could not run: a bad option, file, case or store (`error: ...`)
-    3 INCOMPLETE nothing failed, but some trials could not be judged (infrastructure)
+    3 INCOMPLETE nothing failed, but not everything could be judged (trials, or a gate)
     130 INTERRUPTED  stopped by Ctrl-C (`replay run` says how to resume)
     ```
 
@@ -53,7 +53,9 @@ class ExitCode(IntEnum):
     is an ``error`` the agent is not to blame for (the harness, an MCP server or the
     simulated user failed, or a grader erred), ``unsupported`` (the recording lacks a
     call) or ``unknown`` (a judge could not decide). Fix the environment or re-record,
-    then run again. (``replay run --measure`` exits 0 instead, as for ``FAILED``.)"""
+    then run again. (``replay run --measure`` exits 0 instead, as for ``FAILED``.)
+    ``replay gate`` exits 3 when its runs cannot settle ``--max-drop`` (too few cases
+    or trials for the drop asked): it says how many would."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C (as shells report SIGINT): ``replay run`` keeps the trials
     finished and says how to resume."""

@@ -14,7 +14,7 @@ import pytest
 
 import recorder
 import replay
-from replay import graders, modes
+from replay import graders, modes, stats
 
 RECORDER = [
     "DEFAULT_IGNORE_HOSTS",
@@ -142,13 +142,20 @@ REPLAY = [
     "two_proportion_test",
     # what the other commands call
     "CaseChange",
+    "CaseNoise",
     "CassetteDiff",
     "Divergence",
     "ExitCode",
     "GateCheck",
     "GateResult",
     "HealthFlag",
+    "FigurePlan",
+    "NoiseFloor",
+    "PairedFigure",
+    "Plan",
+    "PlanRow",
     "Promoted",
+    "RunComparison",
     "Tau2Import",
     "TauBenchImport",
     "Thresholds",
@@ -156,11 +163,15 @@ REPLAY = [
     "check_case",
     "diff_cassettes",
     "diff_runs",
+    "compare_counts",
+    "compare_runs",
     "gate",
     "graduate",
     "import_tau2",
     "judge_agreement",
     "import_tau_bench_trajectories",
+    "noise",
+    "plan",
     "promote",
     "suite_health",
     "write_junit",
@@ -226,8 +237,28 @@ MODES = [
     "trial_steps",
 ]
 
-PACKAGES = [(recorder, RECORDER), (replay, REPLAY), (graders, GRADERS), (modes, MODES)]
-IDS = ["recorder", "replay", "replay.graders", "replay.modes"]
+STATS = [
+    "Interval",
+    "benjamini_hochberg",
+    "case_interval",
+    "clustered_se",
+    "detectable",
+    "fisher_exact",
+    "naive_se",
+    "paired_interval",
+    "suite_interval",
+    "trial_variance",
+    "wilson_interval",
+]
+
+PACKAGES = [
+    (recorder, RECORDER),
+    (replay, REPLAY),
+    (graders, GRADERS),
+    (modes, MODES),
+    (stats, STATS),
+]
+IDS = ["recorder", "replay", "replay.graders", "replay.modes", "replay.stats"]
 
 
 def _public(module: ModuleType) -> set[str]:

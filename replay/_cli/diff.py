@@ -9,10 +9,11 @@ from typing import Any
 import click
 
 from recorder import read_cassette
-from replay import CaseChange, CassetteDiff, Store, diff_cassettes, diff_runs
+from replay import CaseChange, CassetteDiff, RunComparison, Store, compare_runs, diff_cassettes
 
 from ..results._store import DEFAULT_PATH
 from ..views._terminal import console, render_cassette_diff, render_run_diff
+from .options import confidence_option, fdr_option, k_option, power_option
 
 
 @click.command()
@@ -20,15 +21,33 @@ from ..views._terminal import console, render_cassette_diff, render_run_diff
 @click.argument("b")
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON.")
-def diff(a: str, b: str, store: Path, as_json: bool) -> None:
+@confidence_option
+@fdr_option
+@power_option
+@k_option
+def diff(
+    a: str,
+    b: str,
+    store: Path,
+    as_json: bool,
+    confidence: float,
+    fdr: float,
+    power: float,
+    k: int | None,
+) -> None:
     """Compare A and B: two cassette files, or two run names in the store.
 
     Cassettes: the first step where the tool calls diverge and why (another
     tool, other arguments, one stopped), its step numbered as `replay show`
     numbers each trial's steps, then the rows one trial changed and
-    the other did not, then the final answers. Runs: per case, pass rates
-    side by side, the change, whether it is larger than noise (two-proportion
-    test), and the cases that newly fail with a failing trial to read.
+    the other did not, then the final answers.
+
+    Runs, paired by case (cases in one run only are listed apart): per case,
+    the pass rates side by side, the change, Fisher's exact p and its
+    Benjamini-Hochberg q; a case is marked better or worse when q <= --fdr.
+    Then the suite's pass^1 and pass^k in both runs with the interval of
+    their paired change and the smallest change the runs could detect, and
+    the cases that newly fail with a failing trial to read.
     """
     out = console()
     if Path(a).is_file() and Path(b).is_file():
@@ -38,11 +57,13 @@ def diff(a: str, b: str, store: Path, as_json: bool) -> None:
             return
         render_cassette_diff(result, out)
         return
-    changes = diff_runs(Store(store, create=False), a, b)
+    comparison = compare_runs(
+        Store(store, create=False), a, b, confidence=confidence, fdr=fdr, power=power, k=k
+    )
     if as_json:
-        click.echo(json.dumps([_change_json(c) for c in changes], indent=2))
+        click.echo(json.dumps(comparison_json(comparison), indent=2))
         return
-    render_run_diff(changes, a, b, out)
+    render_run_diff(comparison, out)
 
 
 def _cassettes_json(result: CassetteDiff) -> dict[str, Any]:
@@ -65,6 +86,34 @@ def _cassettes_json(result: CassetteDiff) -> dict[str, Any]:
     }
 
 
+def comparison_json(comparison: RunComparison) -> dict[str, Any]:
+    """A paired comparison as JSON-ready data (``replay diff --json``, ``replay gate``)."""
+    return {
+        "a": comparison.a,
+        "b": comparison.b,
+        "confidence": comparison.confidence,
+        "power": comparison.power,
+        "fdr": comparison.fdr,
+        "trials": comparison.trials,
+        "suite": [
+            {
+                "figure": f.name,
+                "k": f.k,
+                "cases": f.cases,
+                "a": f.a,
+                "b": f.b,
+                "change": f.change,
+                "interval": list(f.interval),
+                "detectable": f.detectable,
+            }
+            for f in comparison.figures
+        ],
+        "only_a": list(comparison.only_a),
+        "only_b": list(comparison.only_b),
+        "cases": [_change_json(c) for c in comparison.changes],
+    }
+
+
 def _change_json(c: CaseChange) -> dict[str, Any]:
     return {
         "case": c.case_id,
@@ -72,7 +121,8 @@ def _change_json(c: CaseChange) -> dict[str, Any]:
         "b": {"n": c.b.n, "c": c.b.c, "pass1": c.pass1_b, "verdicts": dict(c.b.verdicts)},
         "change": c.change,
         "p_value": c.p_value,
-        "significant": c.significant,
+        "q_value": c.q_value,
+        "direction": c.direction,
         "pass_k": list(c.pass_k) if c.pass_k else None,
         "newly_failing": c.newly_failing,
         "failing_cassette": c.failing_cassette,

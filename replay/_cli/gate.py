@@ -1,4 +1,4 @@
-"""``replay gate``: ``replay.gate`` and ``replay.write_junit``; exit 0 when it holds, 1 when not."""
+"""``replay gate``: ``replay.gate`` and ``replay.write_junit``; exit 0 holds, 1 not, 3 undecided."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from recorder import ConfigError
 from replay import ExitCode, Store, Thresholds, gate, write_junit
 
 from ..results._store import DEFAULT_PATH
+from .options import confidence_option, fdr_option, power_option
 
 
 def _k_value(text: str | None) -> tuple[int, float] | None:
@@ -33,7 +34,10 @@ def _k_value(text: str | None) -> tuple[int, float] | None:
 @click.option("--min-pass1", type=float, help="Minimum suite pass^1 of the candidate.")
 @click.option("--min-pass-k", help="K=VALUE: minimum suite pass^K of the candidate.")
 @click.option(
-    "--max-drop", type=float, help="Largest allowed fall of suite pass^1 (needs --baseline)."
+    "--max-drop",
+    type=float,
+    help="Largest allowed fall of suite pass^1, paired by case: holds when the interval's "
+    "upper bound on the drop is within it (needs --baseline).",
 )
 @click.option(
     "--critical-tag",
@@ -55,6 +59,14 @@ def _k_value(text: str | None) -> tuple[int, float] | None:
     multiple=True,
     help="A pin meant to differ (repeatable); default: any one of agent, model, settings, llm.",
 )
+@confidence_option
+@power_option
+@click.option(
+    "--allow-underpowered",
+    is_flag=True,
+    help="When the runs cannot settle --max-drop, fail the gate instead of exiting 3.",
+)
+@fdr_option
 @click.option("--junit", type=click.Path(path_type=Path), help="Write JUnit XML here.")
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 def gate_command(
@@ -67,6 +79,10 @@ def gate_command(
     max_unsupported: float | None,
     max_failing_critical: int | None,
     vary: tuple[str, ...],
+    confidence: float,
+    power: float,
+    allow_underpowered: bool,
+    fdr: float,
     junit: Path | None,
     store: Path,
 ) -> None:
@@ -77,10 +93,19 @@ def gate_command(
     alone are checked, and one must be given: --min-pass1, --min-pass-k,
     --max-unsupported, --max-failing-critical.
 
-    Exit 0 when every threshold holds, 1 when one does not, 2 on bad input
-    (including runs whose pins differ in more than the variable under test:
-    the fixture or grader changed too; a run not finished or without trials;
-    and --max-drop or --critical-tag without --baseline). --junit: a testcase
+    --max-drop compares the runs paired by case. It holds when the upper end
+    of the drop's interval (at --confidence) is within the limit, fails when
+    the drop is real (the whole interval above 0) and not within it, and
+    otherwise cannot decide: it then prints the smallest drop these runs can
+    detect (at --power) and about how many cases x trials the limit needs,
+    and exits 3. Run more trials or cases, or loosen the limit to what the
+    runs can see; --allow-underpowered fails such a gate instead.
+
+    Exit 0 when every threshold holds, 1 when one does not, 3 when nothing
+    failed but --max-drop could not be decided, 2 on bad input (including
+    runs whose pins differ in more than the variable under test: the fixture
+    or grader changed too; a run not finished or without trials; and
+    --max-drop or --critical-tag without --baseline). --junit: a testcase
     per case and per check, failing exactly when the gate does not hold.
     """
     context = click.get_current_context()
@@ -97,15 +122,21 @@ def gate_command(
         critical_tag,
         max_unsupported,
         max_failing_critical,
+        confidence=confidence,
+        power=power,
+        allow_underpowered=allow_underpowered,
+        fdr=fdr,
     )
     result = gate(Store(store, create=False), baseline, candidate, thresholds, vary=vary)
     for check in result.checks:
-        click.echo(f"{'ok  ' if check.holds else 'FAIL'} {check.text}")
+        mark = "ok  " if check.holds else "????" if check.undecided else "FAIL"
+        click.echo(f"{mark} {check.text}")
     for note in result.notes:
         click.echo(f"     {note}")
     if junit is not None:
         write_junit(result, junit, candidate)
     against = f"against {baseline}" if baseline else "on its own (no baseline)"
-    click.echo(f"gate {'holds' if result.holds else 'does not hold'}: {candidate} {against}")
+    verdict = "holds" if result.holds else "cannot decide" if result.undecided else "does not hold"
+    click.echo(f"gate {verdict}: {candidate} {against}")
     if not result.holds:
-        context.exit(ExitCode.FAILED)
+        context.exit(ExitCode.INCOMPLETE if result.undecided else ExitCode.FAILED)

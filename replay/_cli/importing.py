@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from recorder import ConfigError
 from replay import import_tau2, import_tau_bench_trajectories
 
 from ..integrations._taubench import DOMAINS
@@ -43,6 +44,11 @@ def import_group() -> None:
     help=f"tau-bench domain, part of every case id  [default: {' or '.join(DOMAINS)}, "
     "from the file name]",
 )
+@click.option(
+    "--trials",
+    help="Only the trials with these indexes, e.g. 0,1 (and 2,3 into another run: two runs "
+    "of one version for `replay noise`)  [default: all]",
+)
 def tau_bench_trajectories(
     file: Path,
     out: Path,
@@ -50,6 +56,7 @@ def tau_bench_trajectories(
     store: Path,
     model: str | None,
     domain: str | None,
+    trials: str | None,
 ) -> None:
     """Import FILE (tau-bench historical trajectories) as one run, capability suite.
 
@@ -62,11 +69,19 @@ def tau_bench_trajectories(
     stay unknown. The file is checked whole before anything is written; an
     existing run name is refused. Then: `replay report RUN`.
     """
-    result = import_tau_bench_trajectories(file, out, store, run_name, model=model, domain=domain)
-    trials = len(result.cassettes)
+    indexes = None
+    if trials is not None:
+        try:
+            indexes = {int(part) for part in trials.split(",") if part.strip()}
+        except ValueError:
+            raise ConfigError(f"--trials {trials!r} is not a list of indexes, e.g. 0,1") from None
+    result = import_tau_bench_trajectories(
+        file, out, store, run_name, model=model, domain=domain, trials=indexes
+    )
+    count = len(result.cassettes)
     click.echo(
-        f"imported {trials} trials of {result.cases} cases into run {result.run} "
-        f"({result.passed} pass, {trials - result.passed} fail): cassettes in {out}, "
+        f"imported {count} trials of {result.cases} cases into run {result.run} "
+        f"({result.passed} pass, {count - result.passed} fail): cassettes in {out}, "
         f"store {result.store}; see `replay report {result.run}`"
     )
 

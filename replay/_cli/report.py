@@ -11,6 +11,7 @@ from replay import Store, build_report, report_json, run_html
 
 from ..results._store import DEFAULT_PATH
 from ..views._terminal import console, render_report
+from .options import confidence_option
 
 
 @click.command()
@@ -23,8 +24,15 @@ from ..views._terminal import console, render_report
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report as one self-contained HTML page (summary, cases, transcripts).",
 )
-def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None:
+@confidence_option
+def report(run: str, store: Path, as_json: bool, html_file: Path | None, confidence: float) -> None:
     """Report RUN: per case n, c, pass^1, pass^k and verdicts; suite pass^k; failures.
+
+    Every figure has an interval (--confidence). A case's is Wilson's on its
+    trials. A suite figure's is over cases: it estimates the figure for cases
+    like these, so 20 cases leave it wide however many trials each ran, and
+    the clustered standard error of pass^1 stands beside the one trials
+    counted as independent would give (too small).
 
     Cases come worst first. The trials that did not pass are listed by
     cause (assertion failed, rule veto, judge unknown, agent error, timeout,
@@ -37,9 +45,9 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None) -> None
         raise click.UsageError("--html and --json cannot be used together")
     results = Store(store, create=False)
     if html_file is not None:
-        _write(html_file, run_html(results, run))
+        _write(html_file, run_html(results, run, confidence=confidence))
         return
-    result = build_report(results, run)
+    result = build_report(results, run, confidence=confidence)
     if as_json:
         click.echo(json.dumps(report_json(result), indent=2))
         return

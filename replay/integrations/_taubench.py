@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -264,6 +264,7 @@ def import_tau_bench_trajectories(
     *,
     model: str | None = None,
     domain: str | None = None,
+    trials: Collection[int] | None = None,
     clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
 ) -> TauBenchImport:
     """Import a tau-bench trajectories file: a cassette per trial, one run in the store.
@@ -279,15 +280,23 @@ def import_tau_bench_trajectories(
         run: Name of the new run; default ``tau-bench-<file name>``.
         model: The agent's model; default the ``<model>`` of the file name, else unknown.
         domain: The tau-bench domain, part of every case id; default from the file name.
+        trials: Import only the trials with these indexes (tau-bench's ``trial``), e.g.
+            ``{0, 1}`` and ``{2, 3}`` as two runs of one version (``replay noise``).
         clock: Gives the time the cassettes say they were made (their ``started_at``).
 
     Raises:
         CaseFileError: The file is not a tau-bench trajectories file.
-        ConfigError: The domain is unknown or not a plain name, the run exists, or
-            ``out_dir`` already holds one of the cassettes.
+        ConfigError: The domain is unknown or not a plain name, the run exists,
+            ``out_dir`` already holds one of the cassettes, or ``trials`` selects none.
     """
     path, out = Path(path), Path(out_dir)
-    trials = load_trajectories(path)
+    every = load_trajectories(path)
+    chosen = every if trials is None else [t for t in every if t.index in set(trials)]
+    if not chosen:
+        indexes = sorted({t.index for t in every})
+        raise ConfigError(
+            f"{path}: no trial has an index in {sorted(trials or [])} (it has {indexes})"
+        )
     named_model, named_domain = names_from_file(path)
     model, domain = model or named_model, domain or named_domain
     if domain is None:
@@ -304,7 +313,7 @@ def import_tau_bench_trajectories(
             f"run {run!r} exists in {results.path}; an import never adds to a run: "
             "pass --run with a new name"
         )
-    targets = [out / cassette_name(_case_id(domain, t), t.index) for t in trials]
+    targets = [out / cassette_name(_case_id(domain, t), t.index) for t in chosen]
     taken = [p for p in targets if p.exists()]
     if taken:
         raise ConfigError(
@@ -312,7 +321,7 @@ def import_tau_bench_trajectories(
             f"(e.g. {taken[0].name}); choose another --out or remove them"
         )
     started = clock().isoformat()
-    for trial, target in zip(trials, targets, strict=True):
+    for trial, target in zip(chosen, targets, strict=True):
         _write(trial, target, domain=domain, model=model, source=path.name, started=started)
     # The spec is a RunSpec, as every run's is: a review of the recorded cassettes
     # (graded by tau-bench, not re-graded), with no case file to run again.
@@ -326,7 +335,7 @@ def import_tau_bench_trajectories(
         "grader_version": "tau-bench reward, as recorded",
     }
     results.start_run(run, spec, pins)
-    for trial, target in zip(trials, targets, strict=True):
+    for trial, target in zip(chosen, targets, strict=True):
         row, grade = _rows(trial, target, domain)
         results.add_trial(run, row, [grade])
     results.finish_run(run)
@@ -334,8 +343,8 @@ def import_tau_bench_trajectories(
         run=run,
         store=results.path,
         cassettes=targets,
-        cases=len({t.task_id for t in trials}),
-        passed=sum(t.passed for t in trials),
+        cases=len({t.task_id for t in chosen}),
+        passed=sum(t.passed for t in chosen),
     )
 
 

@@ -1,4 +1,4 @@
-"""Decision diffs: where two trials part ways, and how two runs differ per case."""
+"""Decision diffs: where two trials part ways (two runs compared: ``_paired``)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from recorder import Cassette, ConfigError, ToolEvent
+from recorder import Cassette, ToolEvent
 
 from ..graders._builtin import agent_calls, step_order
-from ..graders._core import AGENT_CAUSES
 from ..worlds._diff import StateDiff, value_diff
-from ._metrics import CaseCounts, case_metrics, two_proportion_test
-from ._store import Store, TrialRow
-
-SIGNIFICANCE = 0.05
-"""A change in pass rate is called real when the two-proportion test's p is below this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,92 +134,3 @@ def _row_data(row: Any) -> Any:
 
 def _row(row: Any) -> str:
     return json.dumps(_row_data(row), default=str)
-
-
-@dataclass(frozen=True, slots=True)
-class CaseChange:
-    """One case in two runs."""
-
-    case_id: str
-    a: CaseCounts
-    b: CaseCounts
-    pass1_a: float | None
-    pass1_b: float | None
-    pass_k: tuple[int, float | None, float | None] | None
-    """(k, A's pass^k, B's pass^k) at the largest k both runs reach."""
-    p_value: float | None
-    newly_failing: bool
-    """Whether a trial of B failed (verdict ``fail``, or an ``error`` of cause ``agent`` or
-    ``limit``: the agent raised or ran past a limit, as ``ExitCode.of_verdicts`` rules)
-    where A's trials of the case passed (one at least, and none failed so), or where A
-    has none (the case is new in B). Trials nobody could judge (``unsupported``,
-    ``unknown``, errors of other causes) neither fail nor pass here."""
-    failing_cassette: str | None
-    """A failing trial of B, to read first (else one that did not pass)."""
-
-    @property
-    def change(self) -> float | None:
-        """B's pass^1 minus A's."""
-        if self.pass1_a is None or self.pass1_b is None:
-            return None
-        return self.pass1_b - self.pass1_a
-
-    @property
-    def significant(self) -> bool:
-        """Whether the change is larger than noise."""
-        return self.p_value is not None and self.p_value < SIGNIFICANCE
-
-
-def diff_runs(store: Store, a: str, b: str) -> list[CaseChange]:
-    """Compare two stored runs case by case."""
-    trials_a, trials_b = _by_case(store, a), _by_case(store, b)
-    changes = []
-    for case_id in sorted(set(trials_a) | set(trials_b)):
-        rows_a, rows_b = trials_a.get(case_id, []), trials_b.get(case_id, [])
-        counts_a = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows_a])
-        counts_b = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows_b])
-        p1a = counts_a.c / counts_a.n if counts_a.n else None
-        p1b = counts_b.c / counts_b.n if counts_b.n else None
-        k = min(counts_a.n, counts_b.n)
-        pass_k = None
-        if k > 1:
-            hat_a = case_metrics(counts_a, [k]).pass_hat.get(k)
-            hat_b = case_metrics(counts_b, [k]).pass_hat.get(k)
-            pass_k = (k, hat_a, hat_b)
-        p_value = (
-            two_proportion_test(counts_a.c, counts_a.n, counts_b.c, counts_b.n)
-            if counts_a.n and counts_b.n
-            else None
-        )
-        failed_b = [t for t in rows_b if _failed(t)]
-        held = counts_a.c > 0 and not any(_failed(t) for t in rows_a)
-        newly = bool(failed_b) and (held or not rows_a)
-        failing = next(
-            (
-                t["cassette"]
-                for t in [*failed_b, *rows_b]
-                if t["verdict"] != "pass" and t["cassette"]
-            ),
-            None,
-        )
-        changes.append(
-            CaseChange(case_id, counts_a, counts_b, p1a, p1b, pass_k, p_value, newly, failing)
-        )
-    return changes
-
-
-def _failed(trial: TrialRow) -> bool:
-    """Whether a trial failed: verdict ``fail``, or ``error`` of one of ``AGENT_CAUSES``."""
-    return trial["verdict"] == "fail" or (
-        trial["verdict"] == "error" and trial["cause"] in AGENT_CAUSES
-    )
-
-
-def _by_case(store: Store, name: str) -> dict[str, list[TrialRow]]:
-    if store.run(name) is None:
-        known = ", ".join(store.runs()) or "none"
-        raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
-    out: dict[str, list[TrialRow]] = {}
-    for trial in store.trials(name):
-        out.setdefault(trial["case_id"], []).append(trial)
-    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Collection, Mapping
@@ -13,7 +14,8 @@ from typing import Any, NamedTuple
 
 from recorder import ConfigError
 
-from ._compare import CaseChange, diff_runs
+from ._metrics import CONFIDENCE
+from ._paired import FDR, POWER, CaseChange, PairedFigure, RunComparison, compare_runs
 from ._report import CaseReport, RunReport, build_report
 from ._store import RunRow, Store
 
@@ -29,7 +31,8 @@ class Thresholds:
     min_pass_k: tuple[int, float] | None = None
     """(k, minimum suite pass^k)."""
     max_drop: float | None = None
-    """Largest allowed fall of suite pass^1 from the baseline."""
+    """Largest allowed fall of suite pass^1 from the baseline, paired by case: the gate
+    holds when the interval's upper bound on the drop is within it."""
     critical_tag: str = "critical"
     """Cases with this tag may not newly fail."""
     max_unsupported: float | None = None
@@ -37,6 +40,15 @@ class Thresholds:
     max_failing_critical: int | None = None
     """Most cases with the critical tag allowed a trial that does not pass (0: every
     trial of every critical case passes); needs no baseline."""
+    confidence: float = CONFIDENCE
+    """The confidence of the drop's interval."""
+    power: float = POWER
+    """The power at which the smallest detectable drop is stated."""
+    allow_underpowered: bool = False
+    """Decide a drop the runs cannot settle by the interval alone (it fails then)
+    instead of answering "cannot decide"."""
+    fdr: float = FDR
+    """The false discovery rate at which cases are marked worse."""
 
     def absolute(self) -> list[str]:
         """The thresholds given that need no baseline (the candidate alone), as options."""
@@ -59,8 +71,11 @@ class GateCheck(NamedTuple):
     """The check without the candidate's value, the same from run to run (a JUnit testcase)."""
     cases: tuple[str, ...] = ()
     """The cases the check counts against it: critical cases newly failing, critical cases
-    with a trial not passing, cases whose pass^1 fell (``--max-drop``). When the check does
-    not hold, their JUnit testcases fail with it."""
+    with a trial not passing, cases worse beyond noise (``--max-drop``). When the check
+    does not hold, their JUnit testcases fail with it."""
+    undecided: bool = False
+    """The check does not hold because the runs cannot settle it (too few cases or
+    trials for the drop asked): ``replay gate`` exits 3, not 1."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,14 @@ class GateResult:
     """Each case in both runs (with a baseline)."""
     cases: list[CaseReport] = field(default_factory=list)
     """Each case of the candidate, when there was no baseline (``changes`` is then empty)."""
+    comparison: RunComparison | None = None
+    """The paired comparison of the two runs (with a baseline)."""
+
+    @property
+    def undecided(self) -> bool:
+        """Whether the gate does not hold only because a check could not be decided."""
+        failing = [c for c in self.checks if not c.holds]
+        return bool(failing) and all(c.undecided for c in failing)
 
 
 def pin_differences(a: dict[str, Any], b: dict[str, Any]) -> dict[str, str]:
@@ -131,22 +154,20 @@ def gate(
             f"runs {baseline!r} and {candidate!r} differ in more than the variable under test: "
             f"{detail}; pass --vary for each pin meant to differ"
         )
-    base, cand = build_report(store, baseline), build_report(store, candidate)
-    changes = diff_runs(store, baseline, candidate)
+    cand = build_report(store, candidate)
+    comparison = compare_runs(
+        store,
+        baseline,
+        candidate,
+        confidence=thresholds.confidence,
+        fdr=thresholds.fdr,
+        power=thresholds.power,
+    )
+    changes = comparison.changes
     checks = _pass_checks(cand, thresholds)
-    dropped = [c.case_id for c in changes if (c.change or 0) < 0]
+    worse = tuple(c.case_id for c in changes if c.direction == "worse")
     if thresholds.max_drop is not None:
-        before, pass1 = base.suite.pass_hat.get(1), cand.suite.pass_hat.get(1)
-        drop = None if before is None or pass1 is None else before - pass1
-        ok = drop is not None and drop <= thresholds.max_drop
-        checks.append(
-            GateCheck(
-                ok,
-                f"pass^1 drop {_num(drop)} (from {_num(before)}) <= {thresholds.max_drop}",
-                f"pass^1 drop <= {thresholds.max_drop}",
-                tuple(dropped),
-            )
-        )
+        checks.append(_drop_check(comparison, thresholds, worse))
     tag = thresholds.critical_tag
     critical = {c.case_id for c in cand.cases if tag in _tags(store, candidate, c.case_id)}
     fallen = [c.case_id for c in changes if c.newly_failing and c.case_id in critical]
@@ -154,8 +175,84 @@ def gate(
     shown = name + (f" (newly failing: {', '.join(fallen)})" if fallen else _none(tag, critical))
     checks.append(GateCheck(not fallen, shown, name, tuple(fallen)))
     checks += _share_checks(store, cand, thresholds)
-    notes = [f"cases that dropped: {', '.join(dropped)}"] if dropped else []
-    return GateResult(all(c.holds for c in checks), checks, notes, changes)
+    notes = (
+        [f"cases worse beyond noise (FDR {thresholds.fdr}): {', '.join(worse)}"] if worse else []
+    )
+    if comparison.only_a or comparison.only_b:
+        notes.append(_unpaired(comparison))
+    holds = all(c.holds for c in checks)
+    return GateResult(holds, checks, notes, changes, comparison=comparison)
+
+
+def _unpaired(comparison: RunComparison) -> str:
+    parts = []
+    if comparison.only_a:
+        parts.append(f"in {comparison.a} only: {', '.join(comparison.only_a)}")
+    if comparison.only_b:
+        parts.append(f"in {comparison.b} only: {', '.join(comparison.only_b)}")
+    return f"cases out of the paired figures ({'; '.join(parts)})"
+
+
+def _points(value: float) -> str:
+    """A difference of rates in points: 0.12 -> ``12 points``."""
+    points = value * 100
+    shown = f"{points:.0f}" if points >= 9.5 else f"{points:.1f}".rstrip("0").rstrip(".")
+    return f"{shown} point{'' if shown == '1' else 's'}"
+
+
+def needed_cases(figure: PairedFigure, detect: float) -> int:
+    """About how many cases, at the same trials per case, detect a drop of ``detect``.
+
+    The detectable drop shrinks as one over the square root of the cases.
+    """
+    return max(figure.cases + 1, math.ceil(figure.cases * (figure.detectable / detect) ** 2))
+
+
+def _drop_check(
+    comparison: RunComparison, thresholds: Thresholds, worse: tuple[str, ...]
+) -> GateCheck:
+    """``--max-drop``: holds when the interval's bound on the paired drop is within it.
+
+    Fails when the drop is real (its interval above 0) and not shown within the bound;
+    otherwise the runs cannot settle it: undecided (exit 3), with the smallest drop they
+    detect and the cases a decision needs, unless ``allow_underpowered`` (fails then).
+    """
+    most, figure = thresholds.max_drop, comparison.pass1
+    assert most is not None
+    name = f"pass^1 drop <= {most}"
+    level = f"{thresholds.confidence:.0%}"
+    if figure is None:
+        text = f"pass^1 drop: fewer than two cases graded in both runs, nothing to bound ({name})"
+        return GateCheck(False, text, name, worse, undecided=not thresholds.allow_underpowered)
+    low, high = figure.drop_interval
+    shown = (
+        f"pass^1 drop {figure.drop:.3f} ({figure.a:.3f} -> {figure.b:.3f}), {level} interval "
+        f"[{low:.3f}, {high:.3f}] over {figure.cases} cases"
+    )
+    power = f"these runs can detect a drop of {_points(figure.detectable)} or more"
+    if high <= most:
+        return GateCheck(True, f"{shown}: within {most} ({power})", name)
+    if low > 0:
+        return GateCheck(False, f"{shown}: a real drop, not shown within {most}", name, worse)
+    if most <= 0:
+        why = (
+            f"cannot decide: no number of cases shows a drop of at most {most} ({power}); "
+            "give the largest drop you accept, e.g. --max-drop 0.05"
+        )
+        return GateCheck(
+            False, f"{shown}: {why}", name, worse, undecided=not thresholds.allow_underpowered
+        )
+    need = f"about {needed_cases(figure, most)} cases x {comparison.trials} trials"
+    if figure.detectable > most:
+        why = f"cannot decide: {power}; --max-drop {most} needs {need}"
+    else:
+        why = (
+            f"cannot decide: the interval reaches past {most} and the drop is not shown "
+            f"to be real; {need} would settle it"
+        )
+    if thresholds.allow_underpowered:
+        return GateCheck(False, f"{shown}: not shown within {most} ({why})", name, worse)
+    return GateCheck(False, f"{shown}: {why}", name, worse, undecided=True)
 
 
 def _absolute(store: Store, candidate: str, thresholds: Thresholds) -> GateResult:

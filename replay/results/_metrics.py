@@ -1,18 +1,27 @@
-"""Trial metrics: pass@k, pass^k, suite means, intervals and a two-proportion test (pure)."""
+"""Trial metrics: pass@k, pass^k, suite means with their intervals (pure; the maths in _stats)."""
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ._stats import (
+    Interval,
+    case_interval,
+    clustered_se,
+    fisher_exact,
+    naive_se,
+    suite_interval,
+    wilson_interval,
+)
+
 Verdict = Literal["pass", "fail", "unknown", "unsupported", "error"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "unknown", "unsupported", "error")
-Z95 = 1.96
-"""Two-sided 95% normal quantile used by every interval here."""
+CONFIDENCE = 0.95
+"""The default confidence of every interval (``replay report --confidence``)."""
 
 
 def _check(n: int, c: int, k: int, suffix: str = "") -> None:
@@ -57,20 +66,6 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     """
     _check(n, c, k)
     return _choose_ratio(c, n, k)
-
-
-def wilson_interval(c: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a success rate of ``c`` out of ``n`` pooled trials.
-
-    Raises:
-        ValueError: If ``n < 1`` or ``c`` is outside ``0..n``.
-    """
-    _check(n, c, 1)
-    p, z2 = c / n, z * z
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,22 +131,29 @@ class CaseMetrics:
         counts: The verdict counts the metrics come from.
         pass_at: pass@k per k.
         pass_hat: pass^k per k.
-        pass1_ci: Wilson 95% interval of the pass rate, None when ``n == 0``.
+        pass1_ci: Wilson interval of the pass rate, None when ``n == 0``.
+        pass_at_ci: An interval of pass@k per k: Wilson's on the rate, mapped to pass@k.
+        pass_hat_ci: An interval of pass^k per k: Wilson's on the rate, mapped to pass^k.
     """
 
     counts: CaseCounts
     pass_at: Mapping[int, float]
     pass_hat: Mapping[int, float]
-    pass1_ci: tuple[float, float] | None
+    pass1_ci: Interval | None
+    pass_at_ci: Mapping[int, Interval] = field(default_factory=dict)
+    pass_hat_ci: Mapping[int, Interval] = field(default_factory=dict)
 
 
-def case_metrics(counts: CaseCounts, ks: Iterable[int] | None = None) -> CaseMetrics:
-    """Compute pass@k and pass^k of one case.
+def case_metrics(
+    counts: CaseCounts, ks: Iterable[int] | None = None, *, confidence: float = CONFIDENCE
+) -> CaseMetrics:
+    """Compute pass@k and pass^k of one case, each with an interval.
 
     Args:
         counts: The case's verdict counts.
         ks: The k values wanted (default ``1..n``); those above ``n`` are left out,
             because the estimators are undefined there.
+        confidence: The intervals' confidence level.
 
     Raises:
         ValueError: If some k is below 1.
@@ -165,13 +167,31 @@ def case_metrics(counts: CaseCounts, ks: Iterable[int] | None = None) -> CaseMet
         counts=counts,
         pass_at={k: pass_at_k(n, c, k) for k in usable},
         pass_hat={k: pass_hat_k(n, c, k) for k in usable},
-        pass1_ci=wilson_interval(c, n) if n else None,
+        pass1_ci=wilson_interval(c, n, confidence) if n else None,
+        pass_at_ci={
+            k: case_interval(c, n, k, at_least_one=True, confidence=confidence) for k in usable
+        },
+        pass_hat_ci={k: case_interval(c, n, k, confidence=confidence) for k in usable},
     )
+
+
+SUITE_METHOD = (
+    "mean over cases of each case's unbiased estimate; interval: effective-sample-size "
+    "Wilson over cases (Korn-Graubard), t-adjusted; a formula, no resampling, no seed"
+)
+"""How a suite figure's interval is computed (``replay report`` prints it)."""
+ONE_CASE_METHOD = "one case: Wilson's interval on its trials, mapped to pass^k and pass@k"
+"""The method when a suite has a single graded case."""
 
 
 @dataclass(frozen=True, slots=True)
 class SuiteMetrics:
-    """Per-k means over the cases of a suite.
+    """Per-k means over the cases of a suite, each with an interval.
+
+    The suite figures estimate the expected pass@k / pass^k of a case drawn from the
+    population the suite's cases stand for; their intervals resample cases, not trials
+    (trials of one case move together), so a suite of few cases is uncertain however
+    many trials each ran. See ``replay.suite_interval``.
 
     Attributes:
         cases: Metrics of every case, in input order.
@@ -181,7 +201,16 @@ class SuiteMetrics:
             0 cases has no entry in ``pass_at``/``pass_hat``).
         excluded: Ids of the cases with no graded trial, left out of every mean.
         totals: Trials per verdict over the whole suite.
-        pass1_ci: 95% interval of the mean pass^1 (= mean pass@1), None without graded cases.
+        pass1_ci: The interval of the mean pass^1 (= mean pass@1), None without graded
+            cases.
+        pass_at_ci: The interval of each mean pass@k.
+        pass_hat_ci: The interval of each mean pass^k.
+        confidence: The intervals' confidence level.
+        method: How the intervals were computed.
+        pass1_se: The clustered standard error of the mean pass^1 (the cases' spread),
+            None below two graded cases.
+        pass1_se_naive: The standard error if every trial were independent: too small
+            when trials of a case agree, as they do.
     """
 
     cases: tuple[CaseMetrics, ...]
@@ -190,26 +219,33 @@ class SuiteMetrics:
     cases_used: Mapping[int, int]
     excluded: tuple[str, ...]
     totals: Mapping[str, int]
-    pass1_ci: tuple[float, float] | None
+    pass1_ci: Interval | None
+    pass_at_ci: Mapping[int, Interval] = field(default_factory=dict)
+    pass_hat_ci: Mapping[int, Interval] = field(default_factory=dict)
+    confidence: float = CONFIDENCE
+    method: str = SUITE_METHOD
+    pass1_se: float | None = None
+    pass1_se_naive: float | None = None
 
 
-def suite_metrics(cases: Iterable[CaseCounts], k_max: int | None = None) -> SuiteMetrics:
-    """Average pass@k and pass^k over cases, with a 95% interval for the mean pass^1.
+def suite_metrics(
+    cases: Iterable[CaseCounts], k_max: int | None = None, *, confidence: float = CONFIDENCE
+) -> SuiteMetrics:
+    """Average pass@k and pass^k over cases, each with an interval over cases.
 
-    Each case weighs the same whatever its trial count. The interval of the mean pass^1
-    is the normal approximation ``mean ± 1.96·sd/√m`` over the m graded cases' pass
-    rates (sd: sample standard deviation between cases), clipped to [0, 1]. It is
-    deterministic, unlike a cluster bootstrap, and counts the case-to-case spread that
-    a binomial interval on pooled trials would miss; it collapses to a point when every
-    case has the same rate. With a single graded case, the Wilson interval of its
-    trials is used instead.
+    Each case weighs the same whatever its trial count. The intervals are
+    ``suite_interval``'s over the per-case estimates (they keep their coverage on
+    suites of 20 cases: ``bench/stats.py``); with one graded case, its own
+    (``case_interval``).
 
     Args:
         cases: Verdict counts per case; case ids must be unique.
         k_max: Largest k reported (default: the largest ``n`` among the cases).
+        confidence: The intervals' confidence level.
 
     Raises:
-        ValueError: On duplicate case ids, or if ``k_max < 1``.
+        ValueError: On duplicate case ids, if ``k_max < 1``, or ``confidence`` is
+            outside (0, 1).
     """
     counts = tuple(cases)
     seen = Counter(cc.case_id for cc in counts)
@@ -219,25 +255,26 @@ def suite_metrics(cases: Iterable[CaseCounts], k_max: int | None = None) -> Suit
     if k_max is not None and k_max < 1:
         raise ValueError(f"k_max must be >= 1 (got k_max={k_max})")
     top = max((cc.n for cc in counts), default=0) if k_max is None else k_max
-    per_case = tuple(case_metrics(cc, range(1, top + 1)) for cc in counts)
+    per_case = tuple(case_metrics(cc, range(1, top + 1), confidence=confidence) for cc in counts)
     pass_at: dict[int, float] = {}
     pass_hat: dict[int, float] = {}
+    at_ci: dict[int, Interval] = {}
+    hat_ci: dict[int, Interval] = {}
     used: dict[int, int] = {}
     for k in range(1, top + 1):
         having = [m for m in per_case if k in m.pass_at]
         used[k] = len(having)
-        if having:
-            pass_at[k] = math.fsum(m.pass_at[k] for m in having) / len(having)
-            pass_hat[k] = math.fsum(m.pass_hat[k] for m in having) / len(having)
-    graded = [cc for cc in counts if cc.n > 0]
-    interval: tuple[float, float] | None = None
-    if len(graded) == 1:
-        interval = wilson_interval(graded[0].c, graded[0].n)
-    elif graded:
-        rates = [cc.c / cc.n for cc in graded]
-        mean = math.fsum(rates) / len(rates)
-        half = Z95 * statistics.stdev(rates) / math.sqrt(len(rates))
-        interval = (max(0.0, mean - half), min(1.0, mean + half))
+        if not having:
+            continue
+        ats, hats = [m.pass_at[k] for m in having], [m.pass_hat[k] for m in having]
+        pass_at[k] = math.fsum(ats) / len(having)
+        pass_hat[k] = math.fsum(hats) / len(having)
+        if len(having) == 1:
+            at_ci[k], hat_ci[k] = having[0].pass_at_ci[k], having[0].pass_hat_ci[k]
+        else:
+            at_ci[k], hat_ci[k] = suite_interval(ats, confidence), suite_interval(hats, confidence)
+    graded = [m for m in per_case if 1 in m.pass_hat]
+    rates = [m.pass_hat[1] for m in graded]
     return SuiteMetrics(
         cases=per_case,
         pass_at=pass_at,
@@ -245,22 +282,22 @@ def suite_metrics(cases: Iterable[CaseCounts], k_max: int | None = None) -> Suit
         cases_used=used,
         excluded=tuple(cc.case_id for cc in counts if cc.n == 0),
         totals={v: sum(cc.verdicts[v] for cc in counts) for v in VERDICTS},
-        pass1_ci=interval,
+        pass1_ci=hat_ci.get(1),
+        pass_at_ci=at_ci,
+        pass_hat_ci=hat_ci,
+        confidence=confidence,
+        method=ONE_CASE_METHOD if len(graded) == 1 else SUITE_METHOD,
+        pass1_se=clustered_se(rates) if len(rates) > 1 else None,
+        pass1_se_naive=naive_se(rates, [m.counts.n for m in graded]) if rates else None,
     )
-
-
-def _fisher_exact(c1: int, n1: int, c2: int, n2: int) -> float:
-    """Two-sided Fisher exact p-value of [[c1, n1-c1], [c2, n2-c2]], in exact integers."""
-    s = c1 + c2
-    weights = {
-        x: math.comb(n1, x) * math.comb(n2, s - x) for x in range(max(0, s - n2), min(s, n1) + 1)
-    }
-    observed = weights[c1]
-    return min(1.0, sum(w for w in weights.values() if w <= observed) / math.comb(n1 + n2, s))
 
 
 def two_proportion_test(c1: int, n1: int, c2: int, n2: int) -> float:
     """Two-sided p-value that c1 passes of n1 graded trials and c2 of n2 share one pass rate.
+
+    Unpaired, and blind to trials of one case moving together: ``replay diff`` and
+    ``replay gate`` compare runs paired by case instead (``compare_runs``); this stays
+    for a single pair of samples and as the baseline ``bench/stats.py`` measures against.
 
     Uses the pooled two-proportion z-test, or Fisher's exact test when any expected
     cell count of the 2x2 table is below 5 (including all-pass or all-fail samples).
@@ -273,7 +310,7 @@ def two_proportion_test(c1: int, n1: int, c2: int, n2: int) -> float:
     pooled = (c1 + c2) / (n1 + n2)
     expected = (n1 * pooled, n1 * (1 - pooled), n2 * pooled, n2 * (1 - pooled))
     if min(expected) < 5:
-        return _fisher_exact(c1, n1, c2, n2)
+        return fisher_exact(c1, n1, c2, n2)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
     z = (c1 / n1 - c2 / n2) / se
     return math.erfc(abs(z) / math.sqrt(2))

@@ -11,7 +11,14 @@ from recorder import ConfigError
 
 from ..graders import Cause
 from ._causes import CauseGroup, cause_groups
-from ._metrics import CaseCounts, CaseMetrics, SuiteMetrics, case_metrics, suite_metrics
+from ._metrics import (
+    CONFIDENCE,
+    CaseCounts,
+    CaseMetrics,
+    SuiteMetrics,
+    case_metrics,
+    suite_metrics,
+)
 from ._store import GradeRow, Store, TrialRow
 from ._tooluse import ToolUse, run_tool_use
 
@@ -71,8 +78,8 @@ def worst_first(cases: Iterable[CaseReport]) -> list[CaseReport]:
     return sorted(cases, key=key)
 
 
-def build_report(store: Store, name: str) -> RunReport:
-    """Compute the report of a stored run.
+def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> RunReport:
+    """Compute the report of a stored run (intervals at ``confidence``).
 
     Raises:
         ConfigError: No such run in the store.
@@ -112,7 +119,7 @@ def build_report(store: Store, name: str) -> RunReport:
             CaseReport(
                 case_id,
                 rows[0]["suite"] or "",
-                case_metrics(count),
+                case_metrics(count, confidence=confidence),
                 _worst_first(evidence.get(case_id, Counter())),
                 failing,
                 per_case[case_id],
@@ -124,7 +131,14 @@ def build_report(store: Store, name: str) -> RunReport:
     guards = dict(Counter(guard for t in trials for guard in t["guards"]))
     causes = cause_groups(trials, by_trial)
     return RunReport(
-        name, run["pins"], cases, suite_metrics(counts), overall, guards, trials, causes
+        name,
+        run["pins"],
+        cases,
+        suite_metrics(counts, confidence=confidence),
+        overall,
+        guards,
+        trials,
+        causes,
     )
 
 
@@ -157,7 +171,13 @@ def report_json(report: RunReport) -> dict[str, Any]:
         "suite": {
             "pass_hat": {str(k): v for k, v in suite.pass_hat.items()},
             "pass_at": {str(k): v for k, v in suite.pass_at.items()},
-            "pass1_interval": suite.pass1_ci,
+            "pass_hat_interval": {str(k): list(v) for k, v in suite.pass_hat_ci.items()},
+            "pass_at_interval": {str(k): list(v) for k, v in suite.pass_at_ci.items()},
+            "pass1_interval": list(suite.pass1_ci) if suite.pass1_ci else None,
+            "pass1_se": suite.pass1_se,
+            "pass1_se_naive": suite.pass1_se_naive,
+            "confidence": suite.confidence,
+            "method": suite.method,
             "cases_used": {str(k): v for k, v in suite.cases_used.items()},
             "excluded": list(suite.excluded),
             "verdicts": dict(suite.totals),
@@ -184,6 +204,8 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "verdicts": dict(c.metrics.counts.verdicts),
                 "pass_hat": {str(k): v for k, v in c.metrics.pass_hat.items()},
                 "pass_at": {str(k): v for k, v in c.metrics.pass_at.items()},
+                "pass1_interval": list(c.metrics.pass1_ci) if c.metrics.pass1_ci else None,
+                "pass_hat_interval": {str(k): list(v) for k, v in c.metrics.pass_hat_ci.items()},
                 "failures": [{"evidence": e, "trials": n} for e, n in c.failures],
                 "user_failures": [{"evidence": e, "trials": n} for e, n in c.user_failures],
                 "failing_cassette": c.failing_cassette,

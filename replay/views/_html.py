@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from recorder import (
 from ..results._causes import CauseGroup
 from ..results._compare import diff_cassettes, step_numbers
 from ..results._report import CaseReport, build_report, worst_first
+from ..results._stats import Interval
 from ..results._store import GradeRow, Store, TrialRow
 from ._transcript import (
     Step,
@@ -146,8 +148,15 @@ def _delta_table(delta: Any) -> str:
     return _table(["change", "row"], rows, "delta")
 
 
-def curves_svg(pass_at: dict[int, float], pass_hat: dict[int, float]) -> str:
-    """Draw pass@k and pass^k against k as an inline SVG: two polylines, axes and labels."""
+def curves_svg(
+    pass_at: dict[int, float],
+    pass_hat: dict[int, float],
+    intervals: dict[str, Mapping[int, Interval]] | None = None,
+) -> str:
+    """Draw pass@k and pass^k against k as an inline SVG: two polylines, axes and labels.
+
+    ``intervals`` (by curve name, ``pass@k`` or ``pass^k``): each point's error bar.
+    """
     ks = sorted(pass_hat)
     if not ks:
         return '<p class="meta">no graded trial: no curve to draw</p>'
@@ -168,6 +177,23 @@ def curves_svg(pass_at: dict[int, float], pass_hat: dict[int, float]) -> str:
     for label, values, color in (("pass@k", pass_at, "#2471a3"), ("pass^k", pass_hat, "#d35400")):
         points = [(x(k), round(200 - 180 * values[k], 1)) for k in ks if k in values]
         line = " ".join(f"{px},{py}" for px, py in points)
+        bars = (intervals or {}).get(label, {})
+        # pass@k's bars sit a little left and pass^k's right, so that they never overlap.
+        shift = -3 if label == "pass@k" else 3
+        for k in ks:
+            if k in bars and k in values:
+                low, high = bars[k]
+                bx, top, bottom = (
+                    x(k) + shift,
+                    round(200 - 180 * high, 1),
+                    round(200 - 180 * low, 1),
+                )
+                parts.append(
+                    f'<path class="error-bar" data-name="{label}" data-k="{k}" '
+                    f'd="M{bx - 3} {top}H{bx + 3}M{bx} {top}V{bottom}M{bx - 3} {bottom}H{bx + 3}" '
+                    f'stroke="{color}" stroke-width="1.2" opacity="0.7"><title>{label} k={k}: '
+                    f"{values[k]:.3f} [{low:.3f}, {high:.3f}]</title></path>"
+                )
         parts.append(
             f'<polyline class="curve" data-name="{label}" fill="none" stroke="{color}" '
             f'stroke-width="2" points="{line}"/>'
@@ -177,8 +203,15 @@ def curves_svg(pass_at: dict[int, float], pass_hat: dict[int, float]) -> str:
         '<svg width="420" height="240" font-size="11" role="img" '
         f'aria-label="pass@k and pass^k against k">{"".join(parts)}</svg>'
         '<p><span class="legend-at">&#9632; pass@k</span> (at least one of k passes) '
-        '<span class="legend-hat">&#9632; pass^k</span> (all k pass)</p>'
+        '<span class="legend-hat">&#9632; pass^k</span> (all k pass)'
+        + ("; bars: each figure's interval" if intervals else "")
+        + "</p>"
     )
+
+
+def _span(interval: Interval | None) -> str:
+    """An interval as ``[0.321, 0.526]`` (``-`` without one)."""
+    return "-" if interval is None else f"[{interval.low:.3f}, {interval.high:.3f}]"
 
 
 def _pre(label: str, value: Any) -> str:
@@ -392,7 +425,15 @@ def _case_table(cases: list[CaseReport]) -> str:
     when no case has two graded trials: every one error or unsupported, or k = 1).
     """
     kmax = max((c.metrics.counts.n for c in cases), default=0)
-    heads = ["case", "suite", "n", "c", "pass^1", *([f"pass^{kmax}"] if kmax > 1 else [])]
+    heads = [
+        "case",
+        "suite",
+        "n",
+        "c",
+        "pass^1",
+        "interval",
+        *([f"pass^{kmax}"] if kmax > 1 else []),
+    ]
     ths = "".join(f"<th>{_e(h)}</th>" for h in heads)
     rows = []
     for i, case in enumerate(cases):
@@ -403,6 +444,10 @@ def _case_table(cases: list[CaseReport]) -> str:
             (counts.n, str(counts.n)),
             (counts.c, str(counts.c)),
             (hat.get(1, -1), _num(hat.get(1))),
+            (
+                case.metrics.pass1_ci[0] if case.metrics.pass1_ci else -1,
+                _span(case.metrics.pass1_ci),
+            ),
             *([(hat.get(kmax, -1), _num(hat.get(kmax)))] if kmax > 1 else []),
             (
                 sum(counts.verdicts.values()) - counts.c,
@@ -495,8 +540,8 @@ def _causes(groups: list[CauseGroup], sections: dict[str, int]) -> str:
     return f'<div id="causes">{"".join(out)}</div>'
 
 
-def run_html(store: Store, name: str) -> str:
-    """The whole page for a stored run (``replay report RUN --html``).
+def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
+    """The whole page for a stored run (``replay report RUN --html``), intervals at ``confidence``.
 
     Its summary, the trials that did not pass by primary cause (each linked to the trial),
     the per-case table worst first, then each case's trials.
@@ -504,21 +549,33 @@ def run_html(store: Store, name: str) -> str:
     Raises:
         ConfigError: No such run in the store.
     """
-    report = build_report(store, name)
+    report = build_report(store, name, confidence=confidence)
     suite = report.suite
     graded = len(report.cases) - len(suite.excluded)
     ks = [k for k in sorted(suite.pass_hat) if suite.cases_used.get(k, 0) == graded]
     totals = ", ".join(f"{_e(v)} {n}" for v, n in suite.totals.items() if n) or "no trials"
     if ks:
-        totals += f"; pass^1 {_num(suite.pass_hat[1])}, pass^{ks[-1]} "
-        totals += f"{_num(suite.pass_hat[ks[-1]])}, pass@{ks[-1]} {_num(suite.pass_at[ks[-1]])}"
+        top = ks[-1]
+        totals += f"; pass^1 {_num(suite.pass_hat[1])} {_span(suite.pass_hat_ci.get(1))}, "
+        totals += f"pass^{top} {_num(suite.pass_hat[top])} {_span(suite.pass_hat_ci.get(top))}, "
+        totals += f"pass@{top} {_num(suite.pass_at[top])} {_span(suite.pass_at_ci.get(top))}"
+        if suite.pass1_se is not None and suite.pass1_se_naive is not None:
+            totals += (
+                f'</p><p class="meta" id="intervals">{suite.confidence:.0%} intervals: '
+                f"{_e(suite.method)}; pass^1 standard error {suite.pass1_se:.3f} clustered by "
+                f"case ({suite.pass1_se_naive:.3f} if every trial were independent)"
+            )
     pins = [[_e(k), _e(_json(v))] for k, v in report.pins.items()]
     cases = worst_first(report.cases)
     sections = {c.case_id: i for i, c in enumerate(cases)}
     out = [
         f'<h1>run {_e(name)}</h1><h2>summary</h2><p id="totals"><b>trials:</b> {totals}</p>',
         f'<div class="flex">{_table(["pin", "value"], pins, "pins")}<div id="curves">',
-        curves_svg({k: suite.pass_at[k] for k in ks}, {k: suite.pass_hat[k] for k in ks}),
+        curves_svg(
+            {k: suite.pass_at[k] for k in ks},
+            {k: suite.pass_hat[k] for k in ks},
+            {"pass@k": suite.pass_at_ci, "pass^k": suite.pass_hat_ci},
+        ),
         f"</div></div>{_causes(report.causes, sections)}<h2>cases</h2>{_case_table(cases)}",
     ]
     trials: dict[str, list[TrialRow]] = {}

@@ -15,8 +15,8 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from recorder import Cassette, ReplayError
 
-from ..results._compare import CaseChange, diff_runs
 from ..results._metrics import CaseCounts, suite_metrics
+from ..results._paired import CaseChange, RunComparison, compare_runs
 from ..results._store import Store, TrialRow
 from ._html import _badge, _e, _load, _num, _page, _table, run_html, transcript_html
 
@@ -242,10 +242,14 @@ def _failing_trial(change: CaseChange, trials: list[TrialRow]) -> TrialRow | Non
 
 
 def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> Page:
-    """Two runs per case (``diff_runs``): newly failing cases first, linked to a failing trial."""
+    """Two runs paired by case (``compare_runs``): the suite's change, then each case.
+
+    Newly failing cases come first, linked to a failing trial.
+    """
     _known_run(store, a)
     _known_run(store, b)
-    changes = diff_runs(store, a, b)
+    comparison = compare_runs(store, a, b)
+    changes = list(comparison.changes)
     trials_b: dict[str, list[TrialRow]] = {}
     for t in store.trials(b):
         trials_b.setdefault(t["case_id"], []).append(t)
@@ -260,15 +264,13 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
     newly = [c for c in changes if c.newly_failing]
     items = "".join(
         f"<li>{trial_link(c, c.case_id)}: pass^1 {_num(c.pass1_a)} &rarr; {_num(c.pass1_b)}"
-        f" (p {_num(c.p_value)})</li>"
+        f" (p {_num(c.p_value)}, q {_num(c.q_value)})</li>"
         for c in newly
     )
     listed = f'<ol id="newly-failing">{items}</ol>' if newly else "<p>no case newly fails</p>"
     rows = []
     for c in changes:
-        mark = ""
-        if c.significant and (c.change or 0) != 0:
-            mark = " worse" if (c.change or 0) < 0 else " better"
+        mark = f" {c.direction}" if c.direction else ""
         k = f"k={c.pass_k[0]}: {_num(c.pass_k[1])} &rarr; {_num(c.pass_k[2])}" if c.pass_k else "-"
         rows.append(
             (
@@ -279,6 +281,7 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
                     _num(c.pass1_b),
                     ("-" if c.change is None else f"{c.change:+.3f}") + mark,
                     _num(c.p_value),
+                    _num(c.q_value),
                     k,
                     _verdicts(dict(c.a.verdicts)),
                     _verdicts(dict(c.b.verdicts)),
@@ -286,7 +289,7 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
                 ],
             )
         )
-    head = ["case", f"{a} pass^1", f"{b} pass^1", "change", "p", "pass^k A → B"]
+    head = ["case", f"{a} pass^1", f"{b} pass^1", "change", "p", "q", "pass^k A → B"]
     ths = "".join(f"<th>{_e(h)}</th>" for h in [*head, "A verdicts", "B verdicts", ""])
     trs = "".join(
         ("<tr class=newly><td>" if is_new else "<tr><td>") + "</td><td>".join(cells) + "</td></tr>"
@@ -295,12 +298,34 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
     body = (
         _nav((f"{a} → {b}", _href("compare", a, b)))
         + f"<h1>{_a(_href('runs', a), a)} &rarr; {_a(_href('runs', b), b)}</h1>"
+        + _suite_change(comparison)
         + f"<h2>newly failing in {_e(b)}</h2>{listed}<h2>per case</h2>"
         + f'<table id="changes"><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>'
-        + '<p class="meta">change: B minus A; worse or better when the two-proportion test '
-        + "puts it beyond noise (p &lt; 0.05)</p>"
+        + '<p class="meta">change: B minus A; p: Fisher&#39;s exact test of the case&#39;s '
+        + "pass rates; q: p adjusted for testing every case (Benjamini-Hochberg); worse or "
+        + f"better when q &lt;= {comparison.fdr}</p>"
     )
     return _ok(f"{a} → {b}", body)
+
+
+def _suite_change(comparison: RunComparison) -> str:
+    """The suite's paired figures: each in both runs, the change with its interval."""
+    level, power = f"{comparison.confidence:.0%}", f"{comparison.power:.0%}"
+    items = "".join(
+        f"<li>{_e(f.name)} {f.a:.3f} &rarr; {f.b:.3f}: change {f.change:+.3f}, {level} interval "
+        f"[{f.interval.low:+.3f}, {f.interval.high:+.3f}] over {f.cases} cases paired; the "
+        f"smallest change these runs detect ({power} power): {f.detectable:.3f}</li>"
+        for f in comparison.figures
+    )
+    unpaired = [
+        f"in {_e(name)} only: {_e(', '.join(only))}"
+        for name, only in ((comparison.a, comparison.only_a), (comparison.b, comparison.only_b))
+        if only
+    ]
+    notes = f'<p class="meta">not paired: {"; ".join(unpaired)}</p>' if unpaired else ""
+    if not items:
+        return '<p class="meta">fewer than two cases graded in both runs: no suite change</p>'
+    return f'<h2>suite, paired by case</h2><ul id="suite-change">{items}</ul>{notes}'
 
 
 def pick_page(store: Store, query: dict[str, list[str]]) -> Page:

@@ -25,8 +25,10 @@ from recorder import (
 )
 
 from ..results._calibration import JudgeAgreement
-from ..results._compare import CaseChange, CassetteDiff
+from ..results._compare import CassetteDiff
+from ..results._paired import RunComparison
 from ..results._report import RunReport, worst_first
+from ..results._stats import Interval
 from ._transcript import (
     Step,
     delta_lines,
@@ -190,6 +192,7 @@ def render_report(result: RunReport, out: Console) -> None:
         "n",
         "c",
         "pass^1",
+        f"{result.suite.confidence:.0%} interval",
         *([f"pass^{kmax}"] if kmax > 1 else []),
         "verdicts",
     ]
@@ -207,6 +210,7 @@ def render_report(result: RunReport, out: Console) -> None:
             str(counts.n),
             str(counts.c),
             _num(metrics.pass_hat.get(1)),
+            _interval(metrics.pass1_ci),
             *([_num(metrics.pass_hat.get(kmax))] if kmax > 1 else []),
             verdicts,
         )
@@ -216,13 +220,21 @@ def render_report(result: RunReport, out: Console) -> None:
     # Only the k every graded case reaches: past it, means over fewer cases could rise with k.
     ks = [k for k in sorted(suite.pass_hat) if suite.cases_used.get(k, 0) == graded]
     if ks:
-        out.print("suite pass^k: " + "  ".join(f"k={k} {_num(suite.pass_hat[k])}" for k in ks))
-        out.print("suite pass@k: " + "  ".join(f"k={k} {_num(suite.pass_at[k])}" for k in ks))
+        level = f"{suite.confidence:.0%}"
+        for name, values, intervals in (
+            ("pass^k", suite.pass_hat, suite.pass_hat_ci),
+            ("pass@k", suite.pass_at, suite.pass_at_ci),
+        ):
+            figures = [f"k={k} {_num(values[k])} {_interval(intervals.get(k))}" for k in ks]
+            out.print(f"suite {name} ({level} interval): " + "  ".join(figures))
+        if suite.pass1_se is not None and suite.pass1_se_naive is not None:
+            out.print(
+                f"pass^1 standard error {suite.pass1_se:.3f} clustered by case "
+                f"({suite.pass1_se_naive:.3f} if every trial were independent)"
+            )
+        out.print(f"[dim]intervals: {escape(suite.method)}[/]")
     else:
         out.print("no trial passed or failed: every one was unknown, unsupported or error")
-    if suite.pass1_ci:
-        low, high = suite.pass1_ci
-        out.print(f"pass^1 95% interval: {low:.3f} - {high:.3f}")
     totals = ", ".join(f"{v} {n}" for v, n in suite.totals.items() if n)
     out.print(f"trials: {totals}")
     use = result.tool_use
@@ -300,28 +312,54 @@ def render_cassette_diff(result: CassetteDiff, out: Console) -> None:
         out.print(f"answer B: {escape(str(result.answers[1]))}")
 
 
-def render_run_diff(changes: list[CaseChange], a: str, b: str, out: Console) -> None:
-    """Two runs compared, case by case."""
+def render_run_diff(comparison: RunComparison, out: Console) -> None:
+    """Two runs compared, paired by case: each case, then the suite's paired change."""
+    a, b = comparison.a, comparison.b
     table = Table(
         "case",
         f"{a} pass^1",
         f"{b} pass^1",
         "change",
         "p",
+        "q",
         "pass^k A -> B",
         title=f"{a} -> {b}",
         title_justify="left",
     )
-    for c in changes:
+    for c in comparison.changes:
         k = f"k={c.pass_k[0]}: {_num(c.pass_k[1])} -> {_num(c.pass_k[2])}" if c.pass_k else "-"
-        mark = " [red]worse[/]" if c.significant and (c.change or 0) < 0 else ""
-        mark = " [green]better[/]" if c.significant and (c.change or 0) > 0 else mark
+        mark = {"worse": " [red]worse[/]", "better": " [green]better[/]", None: ""}[c.direction]
         change = "-" if c.change is None else f"{c.change:+.3f}"
         table.add_row(
-            escape(c.case_id), _num(c.pass1_a), _num(c.pass1_b), change + mark, _num(c.p_value), k
+            escape(c.case_id),
+            _num(c.pass1_a),
+            _num(c.pass1_b),
+            change + mark,
+            _num(c.p_value),
+            _num(c.q_value),
+            k,
         )
     out.print(table)
-    newly = [c for c in changes if c.newly_failing]
+    level, power = f"{comparison.confidence:.0%}", f"{comparison.power:.0%}"
+    for figure in comparison.figures:
+        out.print(
+            f"suite {figure.name} {figure.a:.3f} -> {figure.b:.3f}: change {figure.change:+.3f}, "
+            f"{level} interval {_interval(figure.interval, signed=True)}, paired over "
+            f"{figure.cases} cases; the smallest change these runs detect ({power} power): "
+            f"{figure.detectable:.3f}"
+        )
+    if not comparison.figures:
+        out.print("fewer than two cases graded in both runs: no paired suite figures")
+    marked = [c for c in comparison.changes if c.direction]
+    if marked:
+        listed = ", ".join(f"{escape(c.case_id)} ({c.direction})" for c in marked)
+        out.print(f"cases changed beyond noise (FDR {comparison.fdr}): {listed}")
+    else:
+        out.print(f"no case changed beyond noise (Fisher's exact test, FDR {comparison.fdr})")
+    for name, only in ((a, comparison.only_a), (b, comparison.only_b)):
+        if only:
+            out.print(f"in {escape(name)} only (not paired): {escape(', '.join(only))}")
+    newly = [c for c in comparison.changes if c.newly_failing]
     for c in newly:
         out.print(f"newly failing: {escape(c.case_id)}  read: replay show {c.failing_cassette}")
     if not newly:
@@ -374,6 +412,13 @@ def _fraction(value: float | None) -> str:
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _interval(interval: Interval | None, *, signed: bool = False) -> str:
+    if interval is None:
+        return "-"
+    sign = "+" if signed else ""
+    return f"[{interval.low:{sign}.3f}, {interval.high:{sign}.3f}]"
 
 
 def _round(value: float | None) -> str:

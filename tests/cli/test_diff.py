@@ -101,10 +101,17 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
             *AGENT,
         )
     code, out, _ = replay("diff", "stable", "flaky", "--store", store, "--json")
-    (change,) = json.loads(out)
+    compared = json.loads(out)
+    (change,) = compared["cases"]
     assert change["a"]["pass1"] == 1.0 and change["b"]["pass1"] < 1.0
     assert change["newly_failing"] and change["failing_cassette"].endswith(".cassette")
     assert change["p_value"] is not None and change["pass_k"][0] == 8
+    assert change["q_value"] == change["p_value"]  # one case tested: nothing to adjust
+    # One case: the suite figures are that case's own two samples of trials.
+    pass1, pass8 = compared["suite"]
+    assert (pass1["figure"], pass1["cases"], pass1["a"]) == ("pass^1", 1, 1.0)
+    assert pass1["interval"][0] <= pass1["change"] <= pass1["interval"][1]
+    assert pass8["k"] == 8 and compared["only_a"] == compared["only_b"] == []
     code, out, _ = replay("diff", "stable", "flaky", "--store", store)
     assert "newly failing: refund-4812  read: replay show " in out
     code, _, err = replay("diff", "stable", "nope", "--store", store)

@@ -1,4 +1,4 @@
-"""`replay gate`: exit 0 when the candidate holds, 1 when not, 2 when runs are not comparable."""
+"""`replay gate`: exit 0 holds, 1 does not, 3 cannot decide, 2 runs that are not comparable."""
 
 from __future__ import annotations
 
@@ -91,9 +91,10 @@ def test_a_flakier_candidate_fails_the_gate_naming_the_case(store: str, tmp_path
         str(junit),
     )
     assert code == 1
-    assert "FAIL suite pass^1" in out and "FAIL pass^1 drop" in out
+    assert "FAIL suite pass^1" in out and "FAIL pass^1 drop 1.000 (1.000 -> 0.000)" in out
+    assert "over 1 cases: a real drop, not shown within 0.05" in out
     assert "FAIL no critical case newly fails (newly failing: refund-4812)" in out
-    assert "cases that dropped: refund-4812" in out
+    assert "cases worse beyond noise (FDR 0.1): refund-4812" in out
     assert out.strip().endswith("gate does not hold: flaky against base")
     cases = {c.name: c for c in _testcases(junit)}
     assert set(cases) == {
@@ -145,12 +146,14 @@ def test_two_equal_runs_pass_the_gate(store: str, tmp_path: Path) -> None:
         "--min-pass-k",
         "8=1.0",
         "--max-drop",
-        "0",
+        "0.5",
         "--max-unsupported",
         "0",
     )
     assert code == 0, out
     assert "ok   suite pass^8 1.000 >= 1.0" in out
+    # One case of 8 trials in each run: its own two samples bound the drop.
+    assert "ok   pass^1 drop 0.000 (1.000 -> 1.000), 95% interval [-0.324, 0.324]" in out
     assert out.strip().endswith("gate holds: same against base")
     cases = _testcases(junit)
     assert len(cases) == 6 and all(case.is_passed for case in cases)  # the case, 5 thresholds
@@ -267,7 +270,7 @@ def test_junit_fails_exactly_when_the_gate_does_not_hold(store: str, tmp_path: P
     code, out, _ = replay("gate", *args, "--baseline", "base", "--critical-tag", "vip")
     assert code == 0, out  # with one: its pass rate fell, and no threshold says it may not
     assert "ok   no vip case newly fails (0 vip cases in the run)" in out
-    assert "cases that dropped: refund-4812" in out
+    assert "cases worse beyond noise (FDR 0.1): refund-4812" in out
     (case, check) = _testcases(junit)
     assert case.is_passed and check.is_passed
     assert re.match(
@@ -311,6 +314,32 @@ def test_a_run_not_finished_or_without_trials_is_a_one_line_error(store: str) ->
         assert message in err, err
         if "half" in message:
             assert f"finish it with `replay run --resume --run half --store {store}`" in err
+
+
+def test_a_drop_the_runs_cannot_settle_exits_3_saying_what_would(
+    store: str, tmp_path: Path
+) -> None:
+    """Two equal runs of one case of 8 trials cannot show a drop within 0.1: exit 3, not 1."""
+    junit = tmp_path / "junit.xml"
+    args = ["--baseline", "base", "--candidate", "same", "--store", store, "--junit", str(junit)]
+    code, out, _ = replay("gate", *args, "--max-drop", "0.1")
+    assert code == 3, out
+    line = out.splitlines()[0]
+    assert line.startswith("???? pass^1 drop 0.000 (1.000 -> 1.000), 95% interval [-0.324, 0.324]")
+    assert (
+        "cannot decide: these runs can detect a drop of 46 points or more; --max-drop 0.1 " in line
+    )
+    assert re.search(r"needs about \d+ cases x 8 trials", line)
+    assert out.strip().endswith("gate cannot decide: same against base")
+    cases = {c.name: c for c in _testcases(junit)}
+    (failure,) = cases["pass^1 drop <= 0.1"].result  # the JUnit check says the same
+    assert failure.message == line[5:]
+    code, out, _ = replay("gate", *args, "--max-drop", "0.1", "--allow-underpowered")
+    assert code == 1 and "FAIL pass^1 drop" in out and "not shown within 0.1" in out
+    code, out, _ = replay("gate", *args, "--max-drop", "0")
+    assert code == 3 and "no number of cases shows a drop of at most 0" in out
+    code, _, err = replay("gate", *args, "--max-drop", "0.1", "--confidence", "1.5")
+    assert code == 2 and "--confidence" in err and err.count("\n") == 1
 
 
 def test_the_api_gate_takes_no_baseline(store: str) -> None:

@@ -344,7 +344,7 @@ def test_no_pass_k_column_it_cannot_compute(tmp_path: Path) -> None:
         store.add_trial("broken", {"case_id": "c", "idx": idx, "verdict": verdict}, [])
     page = run_html(store, "broken")
     heads = re.findall(r"<th>([^<]*)</th>", page.split('id="cases"')[1].split("</thead>")[0])
-    assert heads == ["case", "suite", "n", "c", "pass^1", "verdicts"]
+    assert heads == ["case", "suite", "n", "c", "pass^1", "interval", "verdicts"]
     assert "pass^0" not in page
     # One graded trial each: pass^1 alone, not twice.
     store.start_run("once", {}, {})

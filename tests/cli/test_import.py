@@ -101,7 +101,10 @@ def test_report_prints_the_published_pass_hat(imported: Path) -> None:
         [
             f"run {RUN}",
             "*tau-bench-airline-0 *capability*4*fail 4*",
-            "suite pass^k: k=1 0.420  k=2 0.273  k=3 0.220  k=4 0.200",
+            # The published figures, each with its interval over the 50 cases (fnmatch: [[] is [).
+            "suite pass^k (95% interval): k=1 0.420 [[]0.321, 0.526]  k=2 0.273 [[]0.178, 0.396]  "
+            "k=3 0.220 [[]0.128, 0.351]  k=4 0.200 [[]0.110, 0.336]",
+            "pass^1 standard error 0.052 clustered by case (0.035 if every trial were independent)",
             "trials: pass 84, fail 116",
             "tau-bench-airline-9 failed because:",
             "  2 x tau-bench: reward 0.0; reward_info null: the trial hit the step limit",

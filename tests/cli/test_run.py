@@ -62,7 +62,7 @@ def test_sandbox_run_then_report(store: str) -> None:
     assert sum(t["verdict"] == "pass" for t in trials) == case["c"]
     assert all(Path(t["cassette"]).exists() and t["steps"] for t in trials)
     code, out, _ = replay("report", "flaky", "--store", store)
-    assert "suite pass^k: k=1 " in out and "refund-4812 failed because:" in out
+    assert "suite pass^k (95% interval): k=1 " in out and "refund-4812 failed because:" in out
 
 
 def test_review_and_offline_runs_from_recorded_cassettes(store: str, tmp_path: Path) -> None:

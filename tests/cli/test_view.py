@@ -347,8 +347,10 @@ def test_browsing_runs_and_a_comparison_in_chromium(server: ViewServer) -> None:
         page.locator("form#pick button").click()
         page.wait_for_url(server.url.rstrip("/") + href("compare", BEFORE, AFTER))
         assert page.locator("#newly-failing li").all_inner_texts() == [
-            "refund-4812: pass^1 1.000 → 0.000 (p 0.333)"
+            "refund-4812: pass^1 1.000 → 0.000 (p 0.333, q 0.667)"
         ]
+        (pass1, *_) = page.locator("#suite-change li").all_inner_texts()
+        assert pass1.startswith("pass^1 ") and "95% interval [" in pass1 and "cases paired" in pass1
         first = page.locator("#changes tbody tr").first
         assert first.locator("td").first.inner_text() == "refund-4812"
         assert "newly failing" in first.inner_text()

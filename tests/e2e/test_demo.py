@@ -93,7 +93,7 @@ def test_demo_replay_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         "replay: fixture unsupported: lookup_order(order_id=4813); nearest recorded: "
         "lookup_order(order_id=4812), differing in ['order_id']: 4812 -> 4813"
     ) in out
-    assert "pass^8" in out and "suite pass^k: k=1 " in out
+    assert "pass^8" in out and "suite pass^k (95% interval): k=1 " in out
     assert "refund-4812 failed because:" in out
 
 

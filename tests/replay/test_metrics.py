@@ -1,4 +1,4 @@
-"""Tests for the pure metrics: pass@k, pass^k, suite means, intervals, two-proportion test."""
+"""Tests for the pure metrics: pass@k, pass^k, suite means and their intervals, the old test."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from replay.results._metrics import (
     pass_hat_k,
     suite_metrics,
     two_proportion_test,
-    wilson_interval,
 )
+from replay.stats import case_interval, fisher_exact, suite_interval, wilson_interval
 
 # tau-bench, airline domain, gpt-4o: 50 tasks x 4 trials; successes -> number of tasks.
 TAU_AIRLINE = {0: 14, 1: 12, 2: 10, 3: 4, 4: 10}
@@ -229,13 +229,18 @@ def test_suite_interval_contains_the_mean(trials: list[tuple[int, int]]) -> None
             assert 0.0 <= m.pass1_ci[0] <= m.pass_hat[1] <= m.pass1_ci[1] <= 1.0
 
 
-def test_suite_interval_is_the_between_case_normal_interval() -> None:
+def test_suite_interval_is_over_cases_and_wider_than_the_normal_one_near_the_ends() -> None:
+    """pass^1's interval resamples cases (``suite_interval`` of their rates); one case: Wilson."""
     suite = suite_metrics(tau_cases())
     rates = [c / 4 for c, m in TAU_AIRLINE.items() for _ in range(m)]
+    assert suite.pass1_ci == suite_interval(rates)
     half = 1.96 * statistics.stdev(rates) / math.sqrt(50)
-    assert suite.pass1_ci == pytest.approx((0.42 - half, 0.42 + half))
+    low, high = suite.pass1_ci
+    assert low < 0.42 - half + 0.01 and high > 0.42 + half  # t-adjusted: a bit wider
+    assert suite.pass1_se == pytest.approx(statistics.stdev(rates) / math.sqrt(50))
     single = suite_metrics([CaseCounts("only", {"pass": 8, "fail": 2})])
     assert single.pass1_ci == wilson_interval(8, 10)
+    assert single.pass_hat_ci[4] == case_interval(8, 10, 4)
 
 
 def test_two_proportion_identical_and_different() -> None:
@@ -252,8 +257,8 @@ def test_two_proportion_uses_fisher_for_tiny_samples(monkeypatch: pytest.MonkeyP
     assert two_proportion_test(0, 5, 5, 5) == pytest.approx(2 / 252)
     # scipy.stats.fisher_exact([[1, 9], [11, 3]]) -> 0.002759...; here the z-test path would
     # be taken (every expected count is >= 5) and says 0.000925: too small, as expected.
-    assert _metrics._fisher_exact(1, 10, 11, 14) == pytest.approx(0.0027594, abs=1e-7)
-    assert two_proportion_test(1, 10, 11, 14) < _metrics._fisher_exact(1, 10, 11, 14)
+    assert fisher_exact(1, 10, 11, 14) == pytest.approx(0.0027594, abs=1e-7)
+    assert two_proportion_test(1, 10, 11, 14) < fisher_exact(1, 10, 11, 14)
     assert two_proportion_test(0, 30, 0, 30) == 1.0
     calls: list[tuple[int, ...]] = []
 
@@ -261,7 +266,7 @@ def test_two_proportion_uses_fisher_for_tiny_samples(monkeypatch: pytest.MonkeyP
         calls.append(args)
         return 0.5
 
-    monkeypatch.setattr(_metrics, "_fisher_exact", spy)
+    monkeypatch.setattr(_metrics, "fisher_exact", spy)
     two_proportion_test(3, 4, 1, 4)
     two_proportion_test(90, 100, 60, 100)
     assert calls == [(3, 4, 1, 4)]
