@@ -200,7 +200,7 @@ def _points(value: float) -> str:
     return f"{shown} point{'' if shown == '1' else 's'}"
 
 
-def needed_cases(figure: PairedFigure, detect: float) -> int:
+def _needed_cases(figure: PairedFigure, detect: float) -> int:
     """About how many cases, at the same trials per case, detect a drop of ``detect``.
 
     The detectable drop shrinks as one over the square root of the cases.
@@ -222,12 +222,12 @@ def _drop_check(
     name = f"pass^1 drop <= {most}"
     level = f"{thresholds.confidence:.0%}"
     if figure is None:
-        text = f"pass^1 drop: fewer than two cases graded in both runs, nothing to bound ({name})"
+        text = f"pass^1 drop: no case graded in both runs, nothing to bound ({name})"
         return GateCheck(False, text, name, worse, undecided=not thresholds.allow_underpowered)
     low, high = figure.drop_interval
     shown = (
         f"pass^1 drop {figure.drop:.3f} ({figure.a:.3f} -> {figure.b:.3f}), {level} interval "
-        f"[{low:.3f}, {high:.3f}] over {figure.cases} cases"
+        f"[{low:.3f}, {high:.3f}] over {figure.cases} case{'' if figure.cases == 1 else 's'}"
     )
     power = f"these runs can detect a drop of {_points(figure.detectable)} or more"
     if high <= most:
@@ -242,7 +242,7 @@ def _drop_check(
         return GateCheck(
             False, f"{shown}: {why}", name, worse, undecided=not thresholds.allow_underpowered
         )
-    need = f"about {needed_cases(figure, most)} cases x {comparison.trials} trials"
+    need = f"about {_needed_cases(figure, most)} cases x {comparison.trials} trials"
     if figure.detectable > most:
         why = f"cannot decide: {power}; --max-drop {most} needs {need}"
     else:

@@ -11,6 +11,7 @@ from typing import Literal
 from ._stats import (
     Interval,
     case_interval,
+    choose_ratio,
     clustered_se,
     fisher_exact,
     naive_se,
@@ -34,16 +35,6 @@ def _check(n: int, c: int, k: int, suffix: str = "") -> None:
         raise ValueError(f"k must satisfy 1 <= k <= n (got k={k}, n={n})")
 
 
-def _choose_ratio(a: int, n: int, k: int) -> float:
-    """C(a, k) / C(n, k) for 0 <= a <= n as a running product (no big ints; rel. error ~k*1e-16)."""
-    if a < k:
-        return 0.0
-    ratio = 1.0
-    for i in range(k):
-        ratio *= (a - i) / (n - i)
-    return ratio
-
-
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k, ``1 - C(n-c, k) / C(n, k)``: P(one of k trials drawn from the n passes).
 
@@ -56,7 +47,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         ValueError: If any argument is out of range.
     """
     _check(n, c, k)
-    return 1.0 - _choose_ratio(n - c, n, k)
+    return 1.0 - choose_ratio(n - c, n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -65,7 +56,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     Arguments and errors are those of `pass_at_k`.
     """
     _check(n, c, k)
-    return _choose_ratio(c, n, k)
+    return choose_ratio(c, n, k)
 
 
 @dataclass(frozen=True, slots=True)

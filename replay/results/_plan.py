@@ -127,7 +127,7 @@ def plan(
             "(a pass rate and a number of cases)"
         )
     figures = tuple(
-        _figure(sides, _spread(pairs, kk), kk, m, now, detect, power, confidence)
+        _figure(sides, _observed(pairs, kk), kk, m, now, detect, power, confidence)
         for kk in ([1, top] if top > 1 else [1])
     )
     zero = math.ceil(math.log(1 - confidence) / math.log1p(-detect))
@@ -157,21 +157,24 @@ def _within(rates: list[tuple[float, int]], trials: int, k: int) -> float:
     return math.fsum(_variance(p, n, trials, k) for p, n in rates) / len(rates)
 
 
-def _spread(pairs: Sequence[tuple[CaseCounts, CaseCounts]], k: int) -> float:
-    """``tau^2``: the variance of the per-case change of pass^k less what trial noise explains."""
+def _observed(pairs: Sequence[tuple[CaseCounts, CaseCounts]], k: int) -> tuple[float, float] | None:
+    """The variance of the per-case change of pass^k in a pair of runs, and trial noise's.
+
+    The second is what trial noise alone would give it; None without two such cases.
+    """
     usable = [(a, b) for a, b in pairs if a.n >= k and b.n >= k]
     if len(usable) < 2:
-        return 0.0
+        return None
     diffs = [pass_hat_k(b.n, b.c, k) - pass_hat_k(a.n, a.c, k) for a, b in usable]
     noise = math.fsum(
         _variance(a.c / a.n, a.n, a.n, k) + _variance(b.c / b.n, b.n, b.n, k) for a, b in usable
     )
-    return max(0.0, mean_and_variance(diffs)[1] - noise / len(usable))
+    return mean_and_variance(diffs)[1], noise / len(usable)
 
 
 def _figure(
     sides: list[list[tuple[float, int]]],
-    spread: float,
+    observed: tuple[float, float] | None,
     k: int,
     m: int,
     now: int,
@@ -179,8 +182,21 @@ def _figure(
     power: float,
     confidence: float,
 ) -> FigurePlan:
+    """What detecting a drop of one figure takes, at each number of trials per case.
+
+    A pair's observed variance anchors the plan at the trials it ran (so ``plan`` and
+    ``gate`` agree there); the binomial model carries it to other numbers of trials.
+    """
+    spread = 0.0 if observed is None else max(0.0, observed[0] - observed[1])
+
     def variance(trials: int) -> float:
-        return spread + sum(_within(side, trials, k) for side in sides)
+        model = sum(_within(side, trials, k) for side in sides)
+        if observed is None:
+            return model
+        seen, noise = observed
+        if seen >= noise:
+            return spread + model
+        return seen * model / noise  # less spread than the model's noise: scaled to it
 
     steps = sorted({s for s in (*TRIAL_STEPS, now) if s >= k})
     needs = tuple(PlanRow(t, _cases(variance(t), detect, power, confidence)) for t in steps)

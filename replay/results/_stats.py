@@ -1,16 +1,17 @@
 """The statistics under a verdict on a version: quantiles, intervals, exact tests, power (pure).
 
-Design notes (README, "Statistics"): the unit is the case. A suite figure is the mean over
+Design notes (README, "How sure is a figure"): the unit is the case. A suite figure is the mean over
 cases of each case's unbiased estimate; its interval resamples cases, not trials.
 
 - Per case: Wilson's interval on the pass rate; pass^k and pass@k are monotone in the rate,
   so the same interval mapped through ``p**k`` (``1-(1-p)**k``) is one for them.
 - Suite: the mean of m per-case values in [0, 1] with an effective-sample-size Wilson
-  interval (Korn & Graubard's idea for clustered proportions): ``n_eff = x(1-x)/var(mean)``
-  with the cases' sample variance, shrunk by ``(z/t_{m-1})**2`` for the few degrees of
-  freedom. It respects [0, 1] and is lopsided near its ends, where the normal interval is
-  too short; with no spread between cases it falls back to ``n_eff = m`` (Wilson on m
-  cases: all passing bounds the failure rate near ``z**2/m``, the "3/n" rule).
+  interval (Korn & Graubard's for clustered proportions): ``n_eff = x(1-x)/var(mean)``
+  with ``var(mean) = sum((v - x)**2)/m**2`` (m for cases that all pass or all fail),
+  shrunk by ``(z/t_{m-1})**2`` for the few degrees of freedom. It respects [0, 1] and
+  is lopsided near its ends, where the normal interval is too short; with no spread
+  between cases it falls back to ``n_eff = m`` (Wilson on m cases: all passing bounds
+  the failure rate near ``z**2/m``, the "3/n" rule).
 - Paired difference of two suites on the same cases: MOVER (Newcombe; Zou & Donner)
   from the two suite intervals and the cases' correlation, capped at ``1 - 2/(m+1)`` so
   that two identical runs still say how far an unseen case could move them.
@@ -148,17 +149,17 @@ def case_interval(
     low, high = wilson_interval(c, n, confidence)
     if at_least_one:
         low, high = 1 - (1 - low) ** k, 1 - (1 - high) ** k
-        estimate = 1.0 - _ratio(n - c, n, k) if k <= n else None
+        estimate = 1.0 - choose_ratio(n - c, n, k) if k <= n else None
     else:
         low, high = low**k, high**k
-        estimate = _ratio(c, n, k) if k <= n else None
+        estimate = choose_ratio(c, n, k) if k <= n else None
     if estimate is not None:
         low, high = min(low, estimate), max(high, estimate)
     return Interval(low, high)
 
 
-def _ratio(a: int, n: int, k: int) -> float:
-    """C(a, k) / C(n, k) as a running product."""
+def choose_ratio(a: int, n: int, k: int) -> float:
+    """C(a, k) / C(n, k) for 0 <= a <= n as a running product (no big ints; rel. error ~k*1e-16)."""
     if a < k:
         return 0.0
     ratio = 1.0
@@ -215,10 +216,12 @@ def suite_interval(values: Sequence[float], confidence: float = 0.95) -> Interva
         raise ValueError("every value must be in [0, 1]")
     alpha = _alpha(confidence)
     z, t = normal_quantile(1 - alpha / 2), t_quantile(1 - alpha / 2, m - 1)
-    mean, variance = mean_and_variance(values)
-    mean = min(1.0, max(0.0, mean))
+    mean = min(1.0, max(0.0, math.fsum(values) / m))
+    squares = math.fsum((v - mean) ** 2 for v in values)
     spread = mean * (1 - mean)
-    n_eff = spread * m / variance if variance > 0 and spread > 0 else float(m)
+    # var(mean) = squares / m^2: for cases that all pass or all fail, the binomial
+    # p(1-p)/m, so n_eff is then m itself.
+    n_eff = spread * m * m / squares if squares > 0 and spread > 0 else float(m)
     return _wilson(mean, n_eff * (z / t) ** 2, z)
 
 
@@ -305,7 +308,7 @@ def trial_variance(p: float, trials: int, k: int = 1) -> float:
     if k == 1:
         return p * (1 - p) / trials
     second = math.fsum(
-        math.comb(trials, c) * p**c * (1 - p) ** (trials - c) * _ratio(c, trials, k) ** 2
+        math.comb(trials, c) * p**c * (1 - p) ** (trials - c) * choose_ratio(c, trials, k) ** 2
         for c in range(k, trials + 1)
     )
     return max(0.0, second - p ** (2 * k))

@@ -308,12 +308,16 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
     return _ok(f"{a} → {b}", body)
 
 
+def _cases(n: int) -> str:
+    return f"{n} case" if n == 1 else f"{n} cases"
+
+
 def _suite_change(comparison: RunComparison) -> str:
     """The suite's paired figures: each in both runs, the change with its interval."""
     level, power = f"{comparison.confidence:.0%}", f"{comparison.power:.0%}"
     items = "".join(
         f"<li>{_e(f.name)} {f.a:.3f} &rarr; {f.b:.3f}: change {f.change:+.3f}, {level} interval "
-        f"[{f.interval.low:+.3f}, {f.interval.high:+.3f}] over {f.cases} cases paired; the "
+        f"[{f.interval.low:+.3f}, {f.interval.high:+.3f}] over {_cases(f.cases)} paired; the "
         f"smallest change these runs detect ({power} power): {f.detectable:.3f}</li>"
         for f in comparison.figures
     )

@@ -192,14 +192,17 @@ def render_report(result: RunReport, out: Console) -> None:
         "n",
         "c",
         "pass^1",
-        f"{result.suite.confidence:.0%} interval",
+        "95% CI" if result.suite.confidence == 0.95 else f"{result.suite.confidence:.0%} CI",
         *([f"pass^{kmax}"] if kmax > 1 else []),
         "verdicts",
     ]
     table = Table(title=f"run {run}", title_justify="left")
     for column in columns:
+        # On a narrow terminal other columns wrap first: a case id and an interval never do.
         table.add_column(
-            column, justify="left" if column in ("case", "suite", "verdicts") else "right"
+            column,
+            justify="left" if column in ("case", "suite", "verdicts") else "right",
+            no_wrap=column == "case" or column.endswith("CI"),
         )
     for case in cases:
         counts, metrics = case.metrics.counts, case.metrics
@@ -210,7 +213,7 @@ def render_report(result: RunReport, out: Console) -> None:
             str(counts.n),
             str(counts.c),
             _num(metrics.pass_hat.get(1)),
-            _interval(metrics.pass1_ci),
+            "-" if metrics.pass1_ci is None else "{:.2f}-{:.2f}".format(*metrics.pass1_ci),
             *([_num(metrics.pass_hat.get(kmax))] if kmax > 1 else []),
             verdicts,
         )
@@ -345,7 +348,8 @@ def render_run_diff(comparison: RunComparison, out: Console) -> None:
         out.print(
             f"suite {figure.name} {figure.a:.3f} -> {figure.b:.3f}: change {figure.change:+.3f}, "
             f"{level} interval {_interval(figure.interval, signed=True)}, paired over "
-            f"{figure.cases} cases; the smallest change these runs detect ({power} power): "
+            f"{figure.cases} case{'' if figure.cases == 1 else 's'}; the smallest change these "
+            f"runs detect ({power} power): "
             f"{figure.detectable:.3f}"
         )
     if not comparison.figures:

@@ -92,7 +92,7 @@ def test_a_flakier_candidate_fails_the_gate_naming_the_case(store: str, tmp_path
     )
     assert code == 1
     assert "FAIL suite pass^1" in out and "FAIL pass^1 drop 1.000 (1.000 -> 0.000)" in out
-    assert "over 1 cases: a real drop, not shown within 0.05" in out
+    assert "over 1 case: a real drop, not shown within 0.05" in out
     assert "FAIL no critical case newly fails (newly failing: refund-4812)" in out
     assert "cases worse beyond noise (FDR 0.1): refund-4812" in out
     assert out.strip().endswith("gate does not hold: flaky against base")

@@ -134,5 +134,7 @@ def test_a_baseline_stored_by_version_1_can_be_gated_against_a_new_run(tmp_path:
         conn.commit()
     store = Store(path)
     execute(spec, store)
-    result = gate(store, "base", "new", Thresholds(max_drop=0.1))
-    assert result.holds
+    result = gate(store, "base", "new", Thresholds(min_pass1=0.9))
+    assert result.holds and result.comparison is not None
+    (change,) = result.comparison.changes  # the old run's trial, paired with the new one
+    assert (change.pass1_a, change.pass1_b) == (1.0, 1.0)
