@@ -10,7 +10,6 @@ from typing import Literal
 
 from ._stats import (
     Interval,
-    case_interval,
     choose_ratio,
     clustered_se,
     fisher_exact,
@@ -153,22 +152,33 @@ def case_metrics(
     wanted = sorted(set(range(1, n + 1) if ks is None else ks))
     if wanted and wanted[0] < 1:
         raise ValueError(f"k must be >= 1 (got k={wanted[0]})")
-    usable = [k for k in wanted if k <= n]
-    return CaseMetrics(
-        counts=counts,
-        pass_at={k: pass_at_k(n, c, k) for k in usable},
-        pass_hat={k: pass_hat_k(n, c, k) for k in usable},
-        pass1_ci=wilson_interval(c, n, confidence) if n else None,
-        pass_at_ci={
-            k: case_interval(c, n, k, at_least_one=True, confidence=confidence) for k in usable
-        },
-        pass_hat_ci={k: case_interval(c, n, k, confidence=confidence) for k in usable},
-    )
+    usable = {k for k in wanted if k <= n}
+    at: dict[int, float] = {}
+    hat: dict[int, float] = {}
+    at_ci: dict[int, Interval] = {}
+    hat_ci: dict[int, Interval] = {}
+    rate = wilson_interval(c, n, confidence) if n else None
+    # One pass over k with running products: C(c,k)/C(n,k) gains the factor (c-k+1)/(n-k+1)
+    # at each k (the same factors, in the same order, as ``pass_hat_k``), and the interval's
+    # ends their k-th powers (``case_interval``'s mapping): O(n) a case, not O(n^2).
+    ratio_hat = ratio_miss = 1.0
+    low_k = high_k = miss_low = miss_high = 1.0
+    low, high = rate if rate else (0.0, 0.0)
+    for k in range(1, max(usable, default=0) + 1):
+        ratio_hat *= max(c - k + 1, 0) / (n - k + 1)
+        ratio_miss *= max(n - c - k + 1, 0) / (n - k + 1)
+        low_k, high_k = low_k * low, high_k * high
+        miss_low, miss_high = miss_low * (1 - low), miss_high * (1 - high)
+        if k in usable:
+            hat[k], at[k] = ratio_hat, 1.0 - ratio_miss
+            hat_ci[k] = Interval(min(low_k, hat[k]), max(high_k, hat[k]))
+            at_ci[k] = Interval(min(1 - miss_low, at[k]), max(1 - miss_high, at[k]))
+    return CaseMetrics(counts, at, hat, rate, at_ci, hat_ci)
 
 
 SUITE_METHOD = (
-    "mean over cases of each case's unbiased estimate; interval: effective-sample-size "
-    "Wilson over cases (Korn-Graubard), t-adjusted; a formula, no resampling, no seed"
+    "each case's unbiased estimate, averaged over cases; Wilson's interval on an effective "
+    "number of cases (Korn-Graubard), t-adjusted: a formula, no resampling, no seed"
 )
 """How a suite figure's interval is computed (``replay report`` prints it)."""
 ONE_CASE_METHOD = "one case: Wilson's interval on its trials, mapped to pass^k and pass@k"

@@ -146,13 +146,22 @@ def case_interval(
     both monotone, so it keeps Wilson's coverage; widened, where needed, to hold the
     unbiased estimate. Valid from one trial on.
     """
-    low, high = wilson_interval(c, n, confidence)
+    rate = wilson_interval(c, n, confidence)
+    if k > n:
+        return mapped_interval(rate, k, None, at_least_one=at_least_one)
+    estimate = 1.0 - choose_ratio(n - c, n, k) if at_least_one else choose_ratio(c, n, k)
+    return mapped_interval(rate, k, estimate, at_least_one=at_least_one)
+
+
+def mapped_interval(
+    rate: Interval, k: int, estimate: float | None, *, at_least_one: bool = False
+) -> Interval:
+    """A pass-rate interval mapped to pass^k (``at_least_one``: pass@k), holding ``estimate``."""
+    low, high = rate
     if at_least_one:
         low, high = 1 - (1 - low) ** k, 1 - (1 - high) ** k
-        estimate = 1.0 - choose_ratio(n - c, n, k) if k <= n else None
     else:
         low, high = low**k, high**k
-        estimate = choose_ratio(c, n, k) if k <= n else None
     if estimate is not None:
         low, high = min(low, estimate), max(high, estimate)
     return Interval(low, high)

@@ -214,3 +214,17 @@ def test_a_real_drop_fails_and_a_small_sample_cannot_decide() -> None:
     forced = Thresholds(max_drop=0.05, allow_underpowered=True)
     decided = _drop_check(compare_counts(few, few), forced, ())
     assert not decided.holds and not decided.undecided
+
+
+def test_a_cases_metrics_carry_case_interval_for_every_k() -> None:
+    """case_metrics maps Wilson's interval in one pass over k: the same as case_interval."""
+    from replay import case_metrics
+
+    for n in range(1, 13):
+        for c in range(n + 1):
+            metrics = case_metrics(CaseCounts("x", {"pass": c, "fail": n - c}))
+            for k in range(1, n + 1):
+                assert metrics.pass_hat_ci[k] == pytest.approx(case_interval(c, n, k), abs=1e-12)
+                assert metrics.pass_at_ci[k] == pytest.approx(
+                    case_interval(c, n, k, at_least_one=True), abs=1e-12
+                )
