@@ -87,7 +87,7 @@ def _cassettes_json(result: CassetteDiff) -> dict[str, Any]:
 
 
 def comparison_json(comparison: RunComparison) -> dict[str, Any]:
-    """A paired comparison as JSON-ready data (``replay diff --json``, ``replay gate``)."""
+    """A paired comparison as JSON-ready data (``replay diff --json``)."""
     return {
         "a": comparison.a,
         "b": comparison.b,
