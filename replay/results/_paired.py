@@ -166,7 +166,7 @@ def compare_runs(
         ConfigError: A run is not in the store.
         ValueError: ``confidence``, ``fdr`` or ``power`` is outside (0, 1), or ``k < 1``.
     """
-    trials_a, trials_b = _by_case(store, a), _by_case(store, b)
+    trials_a, trials_b = trials_by_case(store, a), trials_by_case(store, b)
     changes = [
         _case_change(case_id, trials_a.get(case_id, []), trials_b.get(case_id, []))
         for case_id in sorted(set(trials_a) | set(trials_b))
@@ -359,7 +359,12 @@ def _failed(trial: TrialRow) -> bool:
     )
 
 
-def _by_case(store: Store, name: str) -> dict[str, list[TrialRow]]:
+def trials_by_case(store: Store, name: str) -> dict[str, list[TrialRow]]:
+    """A run's trials grouped by case, in the store's order.
+
+    Raises:
+        ConfigError: No such run in the store (the message lists those there are).
+    """
     if store.run(name) is None:
         known = ", ".join(store.runs()) or "none"
         raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._metrics import CONFIDENCE, CaseCounts, pass_hat_k
-from ._paired import POWER, compare_runs
-from ._report import build_report
+from ._paired import POWER, compare_runs, trials_by_case
 from ._stats import mean_and_variance, normal_quantile, t_quantile, trial_variance
 from ._store import Store
 
@@ -140,7 +139,11 @@ def _rates(counts: Sequence[CaseCounts]) -> list[tuple[float, int]]:
 
 
 def _run_counts(store: Store, run: str) -> list[CaseCounts]:
-    return [c.metrics.counts for c in build_report(store, run).cases]
+    """Each case's verdict counts: the trials alone, none of the report's other reading."""
+    return [
+        CaseCounts.from_trials(case_id, [t["verdict"] for t in rows])
+        for case_id, rows in trials_by_case(store, run).items()
+    ]
 
 
 def _variance(p: float, n: int, trials: int, k: int) -> float:

@@ -316,8 +316,16 @@ def trial_variance(p: float, trials: int, k: int = 1) -> float:
         raise ValueError(f"pass^{k} needs at least {k} trials (got {trials})")
     if k == 1:
         return p * (1 - p) / trials
+    if p <= 0.0 or p >= 1.0:
+        return 0.0  # every trial fails, or every one passes: the estimate never moves
+    # The binomial weights in logs: C(trials, c) overflows a float past ~1,000 trials.
+    log_p, log_q, log_n = math.log(p), math.log1p(-p), math.lgamma(trials + 1)
     second = math.fsum(
-        math.comb(trials, c) * p**c * (1 - p) ** (trials - c) * choose_ratio(c, trials, k) ** 2
+        math.exp(
+            log_n - math.lgamma(c + 1) - math.lgamma(trials - c + 1)
+            + c * log_p + (trials - c) * log_q
+        )
+        * choose_ratio(c, trials, k) ** 2
         for c in range(k, trials + 1)
-    )
+    )  # fmt: skip
     return max(0.0, second - p ** (2 * k))

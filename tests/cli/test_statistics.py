@@ -140,3 +140,17 @@ def test_the_viewer_draws_error_bars_on_the_curves(store: str, tmp_path: Path) -
         assert all(box is not None and box["height"] > 5 for box in boxes)
         page.locator("#curves").screenshot(path=str(tmp_path / "curves.png"))
         assert errors == [] and blocked == []
+
+
+def test_plan_from_a_run_of_many_trials(tmp_path: Path) -> None:
+    """Binomial weights at 1,200 trials a case overflow a float unless summed in logs."""
+    results = Store(tmp_path / "r.db")
+    results.start_run("long", {}, {})
+    for case, passes in (("a", 900), ("b", 1100), ("c", 600)):
+        for idx in range(1200):
+            verdict = "pass" if idx < passes else "fail"
+            results.add_trial("long", {"case_id": case, "idx": idx, "verdict": verdict}, [])
+    results.finish_run("long")
+    code, out, err = replay("plan", "long", "--store", str(tmp_path / "r.db"), "--k", "4")
+    assert code == 0, err
+    assert "plan from run long: 3 cases x 1200 trials" in out and "pass^4: " in out

@@ -102,13 +102,16 @@ def test_clustered_se_is_statsmodels_cluster_robust_and_larger_than_naive() -> N
 
 
 def test_trial_variance_is_the_binomial_variance_of_the_unbiased_estimate() -> None:
-    for trials, k, p in [(8, 1, 0.3), (8, 4, 0.7), (5, 5, 0.9), (10, 3, 0.5)]:
+    # 2,000 trials: C(2000, 1000) is past any float, so the weights are summed in logs.
+    cases = [(8, 1, 0.3), (8, 4, 0.7), (5, 5, 0.9), (10, 3, 0.5), (2000, 4, 0.5), (1500, 2, 0.9)]
+    for trials, k, p in cases:
         values = [math.comb(c, k) / math.comb(trials, k) for c in range(trials + 1)]
         weights = scipy_stats.binom.pmf(range(trials + 1), trials, p)
         mean = sum(w * v for w, v in zip(weights, values, strict=True))
         variance = sum(w * (v - mean) ** 2 for w, v in zip(weights, values, strict=True))
         assert mean == pytest.approx(p**k)
-        assert trial_variance(p, trials, k) == pytest.approx(variance, abs=1e-12)
+        assert trial_variance(p, trials, k) == pytest.approx(variance, rel=1e-6, abs=1e-12)
+    assert trial_variance(0.0, 8, 4) == trial_variance(1.0, 8, 4) == 0.0
 
 
 def test_detectable_is_the_power_formula() -> None:
