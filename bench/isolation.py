@@ -50,7 +50,7 @@ class Result:
 
 def available() -> bool:
     """Whether bubblewrap runs here."""
-    from replay.channels._isolation import unavailable
+    from replay.agents._isolation import unavailable
 
     return unavailable() is None
 
@@ -62,7 +62,7 @@ def _answer(instruction: str, env: Any) -> str:
 def run(quick: bool = False) -> Result:
     """Each way, interleaved, ``trials`` times."""
     from replay import AgentCommand, load_case, sandbox
-    from replay.modes._command import ChildAgent
+    from replay.agents._command import ChildAgent
 
     agents: dict[str, Any] = {
         "in-process": _answer,

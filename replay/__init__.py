@@ -33,9 +33,9 @@ if _typing.TYPE_CHECKING:
     from ._exit import ExitCode
     from .cases._case import Case, Scoring, Suite, ToolCallSpec, load_case
     from .cases._promote import Promoted, promote
-    from .channels._mcp_proxy import McpServer
     from .integrations._tau2 import Tau2Import, import_tau2
     from .integrations._taubench import TauBenchImport, import_tau_bench_trajectories
+    from .mcp._proxy import McpServer
     from .modes import (
         Environment,
         Limits,
@@ -48,7 +48,7 @@ if _typing.TYPE_CHECKING:
         run_trial,
         sandbox,
     )
-    from .modes._command import AgentCommand
+    from .agents._command import AgentCommand
     from .results._calibration import JudgeAgreement, judge_agreement
     from .results._causes import CauseGroup, FailedTrial, FailureCause
     from .results._compare import CassetteDiff, Divergence, diff_cassettes
@@ -111,8 +111,8 @@ _EXPORTS = {
     "FailureCause": ".results._causes",
     "JudgeAgreement": ".results._calibration",
     "Limits": ".modes",
-    "McpServer": ".channels._mcp_proxy",
-    "AgentCommand": ".modes._command",
+    "McpServer": ".mcp._proxy",
+    "AgentCommand": ".agents._command",
     "Fixture": ".worlds._world",
     "GateCheck": ".results._gate",
     "GateResult": ".results._gate",

@@ -1,7 +1,7 @@
 """replay's subpackages are stages, and each depends only on the stages below it.
 
-Layout (README, "Layout"): worlds < graders < channels < cases < modes <
-results < runs < views < integrations < the top (``replay/__init__``, the CLI,
+Layout (README, "Layout"): worlds < graders < surroundings < mcp < cases <
+modes < agents < results < runs < views < integrations < the top (``replay/__init__``, the CLI,
 the pytest plugin, ``replay.tau2``). ``replay.stub_llm`` stands alone: it
 imports nothing of replay's but itself (the standard library only). Every
 import counts, deferred ones too; those under ``if TYPE_CHECKING:`` do not.
@@ -17,9 +17,11 @@ from tests.helpers import REPO
 LAYERS = [
     "worlds",
     "graders",
-    "channels",
+    "surroundings",
+    "mcp",
     "cases",
     "modes",
+    "agents",
     "results",
     "runs",
     "views",

@@ -41,10 +41,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
-from ..channels._faults import Fault
-from ..channels._user import UserSpec
 from ..graders import Assertion, Dimension, GraderUse, SqliteWorld, WorldRef
 from ..graders._reference import MatchReference
+from ..surroundings._faults import Fault
+from ..surroundings._user import UserSpec
 from ..worlds._world import Fixture, load_fixture
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
@@ -130,7 +130,7 @@ class Case(BaseModel):
     rubric: list[RubricDimension] = Field(default_factory=list)
     """Dimensions an LLM judge grades, one call each."""
     faults: list[Fault] = Field(default_factory=list)
-    """Faults injected in offline and sandbox trials (see replay.channels._faults)."""
+    """Faults injected in offline and sandbox trials (see replay.surroundings._faults)."""
     graders: list[GraderEntry] = Field(default_factory=list)
     """Graders to run besides the built-in ones, by registered name (``MODULE:NAME``
     imports the module that registers it), or as ``{name: ..., args: {...}}``."""

@@ -5,7 +5,7 @@ never trips a 5 s timeout. Here the call runs in a worker thread (in the
 caller's context, so a recording around the caller still sees it) and the
 caller waits for it no longer than the deadline: past it the call is given
 up, its connection closed, and a late answer is never used. Used by the judge
-and the simulated user (``channels._user``).
+and the simulated user (``surroundings._user``).
 """
 
 from __future__ import annotations

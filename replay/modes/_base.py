@@ -55,7 +55,7 @@ class Mode:
     records: bool = False
     walled: bool = False
     """``--isolation auto`` (the default) puts its agent behind walls where the machine
-    can (``replay.channels._isolation``), and runs it in this process where it cannot."""
+    can (``replay.agents._isolation``), and runs it in this process where it cannot."""
 
     @property
     def default_llm(self) -> LlmSource | None:

@@ -11,11 +11,11 @@ from typing import Any
 
 from recorder import ConfigError, Recording, Tool
 
-from ..channels._faults import FaultInjector
-from ..channels._llm_proxy import LlmProxy
-from ..channels._mcp import McpTools
-from ..channels._mcp_proxy import McpProxy
-from ..channels._user import UserChannel
+from ..mcp._proxy import McpProxy
+from ..mcp._tools import McpTools
+from ..surroundings._faults import FaultInjector
+from ..surroundings._llm_proxy import LlmProxy
+from ..surroundings._user import UserChannel
 
 
 @dataclass

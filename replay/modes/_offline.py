@@ -18,11 +18,11 @@ from typing import Any, Literal
 from recorder import Cassette, ConfigError, Playback, Secrets, Tool, ToolEvent, tool
 
 from ..cases._case import Case
-from ..channels._faults import FaultInjector
-from ..channels._mcp_proxy import McpServer, replayed_proxy
-from ..channels._player import ReplayedToolError, ToolPlayer
-from ..channels._user import UserChannel
 from ..graders import Judge
+from ..mcp._proxy import McpServer, replayed_proxy
+from ..surroundings._faults import FaultInjector
+from ..surroundings._player import ReplayedToolError, ToolPlayer
+from ..surroundings._user import UserChannel
 from ..worlds._diff import StateDiff
 from ..worlds._world import World
 from ._base import Mode

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from recorder import Cassette, ConfigError, Redaction, Tool
 
 from ..cases._case import Case
-from ..channels._faults import FaultInjector
-from ..channels._mcp_proxy import McpServer
-from ..channels._user import UserChannel
 from ..graders import Judge
+from ..mcp._proxy import McpServer
+from ..surroundings._faults import FaultInjector
+from ..surroundings._user import UserChannel
 from ..worlds._world import World
 from ._guards import Limits
 

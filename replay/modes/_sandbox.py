@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 from recorder import Cassette, Playback
 
 from ..cases._case import Case
-from ..channels._faults import FaultInjector
-from ..channels._mcp_proxy import McpServer, live_proxy
-from ..channels._secrets import hidden_secrets
-from ..channels._user import UserChannel
 from ..graders import Judge
+from ..mcp._proxy import McpServer, live_proxy
+from ..surroundings._faults import FaultInjector
+from ..surroundings._secrets import hidden_secrets
+from ..surroundings._user import UserChannel
 from ..worlds._diff import StateDiff
 from ..worlds._world import World
 from ._base import Mode

@@ -25,10 +25,6 @@ from recorder import (
 )
 
 from ..cases._solution import reference_for
-from ..channels._llm_proxy import LlmProxy
-from ..channels._mcp import McpTools
-from ..channels._mcp_proxy import McpProxy, is_type
-from ..channels._upstream import McpServerFailed
 from ..graders import (
     BUILT_IN,
     Cause,
@@ -42,6 +38,10 @@ from ..graders import (
     run_graders,
 )
 from ..graders._tooluse import TrialToolUse, trial_tool_use
+from ..mcp._proxy import McpProxy, is_type
+from ..mcp._tools import McpTools
+from ..mcp._upstream import McpServerFailed
+from ..surroundings._llm_proxy import LlmProxy
 from ..worlds._diff import StateDiff
 from ..worlds._world import World, load_fixture
 from ._drive import Steps

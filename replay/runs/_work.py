@@ -27,10 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
+from ..agents._command import AgentCommand, ChildAgent
+from ..agents._isolation import allowed_host
 from ..cases._case import Case
-from ..channels._faults import Fault, FaultInjector
-from ..channels._isolation import allowed_host
-from ..channels._user import FrozenUser, LiveUser, UserChannel
 from ..graders import Cause, Judge, Verdict
 from ..modes import (
     REGISTRY,
@@ -46,7 +45,8 @@ from ..modes import (
     load_callable,
 )
 from ..modes._async import wait_for
-from ..modes._command import AgentCommand, ChildAgent
+from ..surroundings._faults import Fault, FaultInjector
+from ..surroundings._user import FrozenUser, LiveUser, UserChannel
 from ..worlds._world import Fixture, World, load_fixture, ship
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ fixture, and reading eight secrets planted in the harness's environment (directl
 and through ``/proc``). Walled in, all fail and the canary sees no connection;
 as a plain child (``--isolation none``) it reaches the canary, so the test
 shows the walls are what blocks it; a Python agent walled in (``--agent``
-with ``--isolation process``: ``replay.modes._child``) is blocked alike. Real
+with ``--isolation process``: ``replay.agents._child``) is blocked alike. Real
 agents (Node with the official SDKs; openai-agents) still reach their LLM and
 tools through the walls, and are replayed offline.
 """
@@ -27,10 +27,10 @@ import pytest
 
 from recorder import ViolationEvent
 from replay import AgentCommand, load_case, sandbox
-from replay.channels._isolation import _hidden, _under, unavailable
+from replay.agents._command import ChildAgent
+from replay.agents._isolation import _hidden, _under, unavailable
 from replay.graders import Verdict
 from replay.modes import NO_LLM_URL
-from replay.modes._command import ChildAgent
 from tests.e2e.escape_child import escape
 from tests.helpers import decompressed
 
@@ -304,7 +304,7 @@ def test_an_allowed_host_is_reached_by_its_name_and_nothing_else_is(tmp_path: Pa
 
 def test_allow_host_refuses_what_it_cannot_allow() -> None:
     from recorder import ConfigError
-    from replay.channels._isolation import allowed_host
+    from replay.agents._isolation import allowed_host
 
     assert allowed_host("api.internal") == ("api.internal", 443)
     assert allowed_host("LOCALHOST:8080") == ("127.0.0.1", 8080)

@@ -46,7 +46,7 @@ def test_the_proxy_sends_on_to_the_llm_s_host_alone() -> None:
     """A request line that is not a path (``GET @host:port/``) would name another authority."""
     import socket
 
-    from replay.channels._llm_proxy import LlmProxy
+    from replay.surroundings._llm_proxy import LlmProxy
 
     with socket.socket() as canary:
         canary.bind(("127.0.0.1", 0))

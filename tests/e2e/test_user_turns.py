@@ -128,7 +128,7 @@ def test_a_frozen_user_past_its_recording_is_unsupported(
 
     from recorder import FixtureUnsupported
     from replay import load_case
-    from replay.channels._user import FrozenUser, UserChannel
+    from replay.surroundings._user import FrozenUser, UserChannel
 
     _, _, cassette = recorded
     cut = [e for e in cassette.events if not (isinstance(e, UserEvent) and e.stop)]
@@ -148,7 +148,7 @@ def test_a_bare_stop_is_a_turn_a_frozen_user_replays(
     from types import SimpleNamespace
 
     from replay import load_case
-    from replay.channels._user import FrozenUser, UserChannel
+    from replay.surroundings._user import FrozenUser, UserChannel
 
     _, _, cassette = recorded
     bare = [e.model_copy(update={"reply": ""}) if isinstance(e, UserEvent) and e.stop else e
@@ -165,7 +165,7 @@ def test_a_walled_agent_talks_with_the_user_through_its_channel(
     tmp_path: Path, recorded: tuple[str, Path, Cassette]
 ) -> None:
     """``--isolation process``: ``env.user.say`` is a request to ``REPLAY_USER_URL``."""
-    from replay.channels._isolation import unavailable
+    from replay.agents._isolation import unavailable
 
     if unavailable() is not None:
         pytest.skip(f"isolation is unavailable here: {unavailable()}")

@@ -1,6 +1,6 @@
 """Walled Python agents forked from a zygote: imported once, each trial as if the first.
 
-A zygote (``replay.modes._zygote``) imports the agent once in its sandbox and
+A zygote (``replay.agents._zygote``) imports the agent once in its sandbox and
 forks a child per trial: what one trial leaves (a file in ``/tmp``, a module's
 state) the next does not see; each trial's violations are its own; a trial past
 its deadline or memory is an error and the next trial still runs.
@@ -18,10 +18,10 @@ import pytest
 
 from recorder import ViolationEvent
 from replay import load_case, sandbox
-from replay.channels._isolation import unavailable
+from replay.agents._command import ChildAgent
+from replay.agents._isolation import unavailable
+from replay.agents._zygote import supported
 from replay.modes import NO_LLM_URL
-from replay.modes._command import ChildAgent
-from replay.modes._zygote import supported
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None or not supported(),

@@ -11,10 +11,16 @@ import pytest
 from examples.shop import agent, make_tools, naive_refund_policy, refund_policy
 from recorder import ConfigError, HttpEvent, WarningEvent, read_cassette
 from replay import Store, load_case
-from replay.channels._faults import Fault, FaultInjector, InjectedFault, ToolHTTPError, ToolTimeout
 from replay.graders import Verdict
 from replay.modes import sandbox
 from replay.stub_llm import StubLLM
+from replay.surroundings._faults import (
+    Fault,
+    FaultInjector,
+    InjectedFault,
+    ToolHTTPError,
+    ToolTimeout,
+)
 from tests.helpers import REPO, replay
 
 CASES = REPO / "examples" / "shop" / "cases"

@@ -67,7 +67,7 @@ def test_an_unseen_mcp_call_is_an_mcp_error_with_the_unsupported_message(
 
 
 def test_a_fault_is_injected_into_an_mcp_call_as_into_a_direct_one(tmp_path: Path) -> None:
-    from replay.channels._faults import Fault, FaultInjector
+    from replay.surroundings._faults import Fault, FaultInjector
 
     injector = FaultInjector([Fault(kind="raise", tool="issue_refund")], 0, CASE.id, 0)
     result = sandbox(

@@ -240,7 +240,7 @@ def test_costs_from_prices_and_the_cost_budget(recorded: Path) -> None:
 
 
 def test_offline_numbers_match_by_value(recorded: Path, tmp_path: Path) -> None:
-    from replay.channels._player import ToolPlayer
+    from replay.surroundings._player import ToolPlayer
 
     player = ToolPlayer(read_cassette(recorded))
     event = player.answer(

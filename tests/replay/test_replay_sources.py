@@ -22,8 +22,8 @@ from recorder import (
     record,
     tool,
 )
-from replay.channels._player import ToolPlayer
-from replay.channels._user import FrozenUser, UserChannel, UserSpec
+from replay.surroundings._player import ToolPlayer
+from replay.surroundings._user import FrozenUser, UserChannel, UserSpec
 
 
 @tool

@@ -4,7 +4,7 @@ A walled Python agent (``--agent MOD:FN --isolation process``) would pay its
 interpreter's start and its imports (a framework: seconds) on every trial,
 and any walled trial bubblewrap's namespaces and the forwarder's start.
 A ``Zygote`` is one sandbox (``_isolation.sandbox_argv``: its own network,
-processes, a read-only filesystem) running ``python -m replay.modes._child
+processes, a read-only filesystem) running ``python -m replay.agents._child
 --serve SOCKET MOD:FN``: it imports the agent once, then for each trial the
 harness sends it (the trial's forwards, allowed names, filter socket,
 environment and instruction) it
@@ -48,8 +48,8 @@ from typing import Any
 
 from recorder import ReplayError
 
-from ..channels import _seccomp
-from ..channels._isolation import (
+from . import _seccomp
+from ._isolation import (
     Sink,
     Walls,
     hidden_roots,
@@ -128,7 +128,7 @@ class Zygote:
         # It imports the agent as the harness would: from this process's import path (each
         # folder shown inside, read-only), which holds the working directory.
         here = [p for p in dict.fromkeys([os.getcwd(), *sys.path]) if p and os.path.isdir(p)]
-        program = [sys.executable, "-m", "replay.modes._child", "--serve", path, entry, *here]
+        program = [sys.executable, "-m", "replay.agents._child", "--serve", path, entry, *here]
         program += ["--", *shown] if shown else []  # (a program's paths, shown inside)
         self._log = open(os.path.join(self.dir, "zygote.log"), "wb")  # noqa: SIM115
         try:

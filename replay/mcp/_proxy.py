@@ -47,8 +47,8 @@ from urllib.parse import urlsplit
 
 from recorder import ConfigError, Recording, Tool, tool
 
+from ..surroundings._player import ReplayedToolError
 from ._jsonrpc import Endpoint, Message, Notify, error
-from ._player import ReplayedToolError
 from ._upstream import (
     FileChanges,
     HttpUpstream,

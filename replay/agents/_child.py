@@ -1,6 +1,6 @@
 """A Python agent in a process of its own: ``--agent MOD:FN --isolation process``.
 
-``python -m replay.modes._child MOD:FN`` runs inside the walls: it reads the
+``python -m replay.agents._child MOD:FN`` runs inside the walls: it reads the
 instruction on stdin, builds the agent's ``Environment`` from the variables
 the trial gave it (``env.variables()``: the LLM through the recording proxy,
 the tools over the trial's MCP server, the third-party servers' proxies, the
@@ -9,7 +9,7 @@ raised) as JSON to the file ``REPLAY_ANSWER`` names. Its tool calls are MCP
 calls, recorded in the harness with their deltas; nothing of the world, the
 store or the harness's memory is in this process.
 
-``python -m replay.modes._child --serve SOCKET MOD:FN [PATH...]`` is a zygote
+``python -m replay.agents._child --serve SOCKET MOD:FN [PATH...]`` is a zygote
 (``_zygote``): it imports the agent once, then forks a child for each trial
 the harness at ``SOCKET`` sends (``serve``, ``_trial``).
 
@@ -39,10 +39,10 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from ..channels import _forward, _seccomp
-from ._environment import Environment
+from ..modes._environment import Environment
+from ..modes._plan import load_callable
+from . import _forward, _seccomp
 from ._memory import resident_mb
-from ._plan import load_callable
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 

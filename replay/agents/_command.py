@@ -26,11 +26,11 @@ from typing import Any, ClassVar, Literal
 
 from recorder import ConfigError, ReplayError
 
-from ..channels._isolation import Walls, read_given
-from ..channels._upstream import SAFE_ENV
+from ..mcp._upstream import SAFE_ENV
+from ..modes._environment import Environment
+from ..modes._guards import LimitExceeded
 from . import _zygote
-from ._environment import Environment
-from ._guards import LimitExceeded
+from ._isolation import Walls, read_given
 from ._memory import resident_mb
 
 TIMEOUT_S = 600.0
@@ -54,7 +54,7 @@ class AgentCommand:
     argv: tuple[str, ...]
     timeout: float = TIMEOUT_S
     isolation: Literal["none", "process"] = "none"
-    """``process``: inside walls (``replay.channels._isolation``: its own network,
+    """``process``: inside walls (``replay.agents._isolation``: its own network,
     processes and a read-only filesystem); ``none``: a plain child of the harness."""
     memory_mb: int | None = None
     """Megabytes its processes may hold together (resident, checked every 0.1 s:
@@ -274,11 +274,11 @@ class ChildAgent:
         return done.outcome
 
     def _started(self, instruction: str, env: Environment) -> dict[str, Any]:
-        """Run it in a child of its own (``python -m replay.modes._child``)."""
+        """Run it in a child of its own (``python -m replay.agents._child``)."""
         with tempfile.TemporaryDirectory(prefix="replay-answer-") as box:
             answer = os.path.join(box, "answer.json")
             AgentCommand(
-                (sys.executable, "-m", "replay.modes._child", self.entry),
+                (sys.executable, "-m", "replay.agents._child", self.entry),
                 self.timeout,
                 self.isolation,
                 self.memory_mb,

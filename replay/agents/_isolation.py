@@ -47,9 +47,9 @@ from typing import Protocol
 
 from recorder import ConfigError
 
+from ..mcp._tools import sdk_missing
 from . import _seccomp
 from ._forward import splice
-from ._mcp import sdk_missing
 
 FORWARD = str(Path(__file__).with_name("_forward.py"))
 ENDPOINTS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "REPLAY_MCP_", "REPLAY_USER_URL")

@@ -46,7 +46,7 @@ from recorder import (
 )
 
 from ..graders._deadline import DeadlinePassed, post_within
-from ._jsonrpc import LoopbackServer, serve_in_thread, stop_serving
+from ._loopback import LoopbackServer, serve_in_thread, stop_serving
 
 STOP = "###STOP###"
 USER_PROMPT = (

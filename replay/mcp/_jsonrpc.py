@@ -33,6 +33,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..surroundings._loopback import LoopbackServer, stop_serving
+
 Message = dict[str, Any]
 Notify = Callable[[Message], None]
 Handler = Callable[[Message, Notify], Message | None]
@@ -75,7 +77,7 @@ class Endpoint:
         """``http://127.0.0.1:PORT/mcp``: streamable HTTP."""
         with self._lock:
             if "http" not in self._servers:
-                self._serve("http", LoopbackServer(("127.0.0.1", 0), _HttpHandler))
+                self._serve("http", _HttpServer(("127.0.0.1", 0), _HttpHandler))
             address: Any = self._servers["http"].server_address
             return f"http://127.0.0.1:{address[1]}/mcp"
 
@@ -122,41 +124,8 @@ class Endpoint:
         self._servers[kind] = server
 
 
-def serve_in_thread(server: socketserver.BaseServer, name: str) -> None:
-    """Serve ``server`` in a daemon thread (``stop_serving`` ends it)."""
-    threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
-    ).start()
-
-
-def stop_serving(server: socketserver.BaseServer) -> None:
-    """Stop ``server`` in a thread of its own.
-
-    Its loop notices at its next poll (up to 50 ms): the trial that owned it need not wait.
-    """
-
-    def stop() -> None:
-        server.shutdown()
-        server.server_close()
-
-    threading.Thread(target=stop, name="replay-stop", daemon=True).start()
-
-
-class LoopbackServer(socketserver.ThreadingTCPServer):
-    """A threaded TCP server for the trial's endpoints on 127.0.0.1 (the LLM proxy's too)."""
-
-    daemon_threads = True
-    allow_reuse_address = True
+class _HttpServer(LoopbackServer):
     endpoint: Endpoint
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away mid-answer: nobody to tell (and no traceback to print)."""
-
-    def server_bind(self) -> None:
-        # Small answers on a kept-open connection: without this, delayed ACKs cost
-        # ~40 ms a call (accepted connections inherit it on Linux).
-        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().server_bind()
 
 
 class _UnixServer(socketserver.ThreadingUnixStreamServer):
@@ -283,7 +252,7 @@ class _Lines:
 class _HttpHandler(http.server.BaseHTTPRequestHandler):
     """Streamable HTTP, stateless: no session id, no server-initiated stream."""
 
-    server: LoopbackServer
+    server: _HttpServer
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:

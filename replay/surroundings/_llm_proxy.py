@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from recorder import Recording
 
-from ._jsonrpc import LoopbackServer, serve_in_thread, stop_serving
+from ._loopback import LoopbackServer, serve_in_thread, stop_serving
 
 HOP_BY_HOP = frozenset(
     {

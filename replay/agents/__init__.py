@@ -1,0 +1,7 @@
+"""Where and how an agent runs: in this process, in a child process, or walled.
+
+Walls are Linux namespaces through bubblewrap (``_isolation``), a seccomp
+filter with a supervisor (``_seccomp``), forwarders to the trial's endpoints
+(``_forward``); a zygote imports the agent once and forks a child per trial
+(``_zygote``, ``_child``); ``_command`` is the agent as the runner sees it.
+"""
