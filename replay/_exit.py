@@ -6,11 +6,11 @@ from collections.abc import Iterable
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from .graders._core import AGENT_CAUSES
+from .graders import AGENT_CAUSES
 
 if TYPE_CHECKING:
     from .modes import TrialResult
-    from .results._report import RunReport
+    from .results import RunReport
 
 _AGENTS: frozenset[str | None] = frozenset(AGENT_CAUSES)
 """Causes of an ``error`` trial that are the agent's doing: it raised, or ran past a limit."""

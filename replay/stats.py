@@ -14,7 +14,7 @@ case_interval(c=6, n=8, k=4)                        # one case's pass^4
 ```
 """
 
-from .results._stats import (
+from .results import (
     Interval,
     benjamini_hochberg,
     case_interval,

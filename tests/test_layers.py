@@ -5,6 +5,10 @@ modes < agents < results < runs < views < integrations < the top (``replay/__ini
 the pytest plugin, ``replay.tau2``). ``replay.stub_llm`` stands alone: it
 imports nothing of replay's but itself (the standard library only). Every
 import counts, deferred ones too; those under ``if TYPE_CHECKING:`` do not.
+
+A subpackage is a unit: its ``__init__`` is its face, binding what the other
+stages use; nothing outside it imports one of its private modules (type-only
+imports included), the CLI and the top modules neither.
 """
 
 from __future__ import annotations
@@ -35,14 +39,23 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute module) of every import in ``path`` outside ``if TYPE_CHECKING:``."""
-    name, package = _module(path), path.name == "__init__.py"
+def _imports(path: Path, type_only: bool = False) -> list[tuple[int, str]]:
+    """(line, absolute name) of each import in ``path``; those under TYPE_CHECKING if asked."""
+    return _imports_of(path.read_text(), _module(path), path.name == "__init__.py", type_only)
+
+
+def _imports_of(
+    source: str, name: str, package: bool, type_only: bool = False
+) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if (
+                not type_only
+                and isinstance(child, ast.If)
+                and "TYPE_CHECKING" in ast.unparse(child.test)
+            ):
                 for other in child.orelse:
                     visit(other)
                 continue
@@ -58,7 +71,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
                 found.extend((child.lineno, a.name) for a in child.names)
             visit(child)
 
-    visit(ast.parse(path.read_text()))
+    visit(ast.parse(source))
     return found
 
 
@@ -96,3 +109,53 @@ def test_each_stage_imports_only_the_stages_below_it() -> None:
             elif _rank(there) > _rank(here):
                 upward.append(f"{where} ({here} is below {there})")
     assert upward == [], "\n".join(upward)
+
+
+def _home(module: str) -> str:
+    """The unit a module belongs to: its subpackage (``replay.results``), or ``replay`` itself."""
+    parts = module.split(".")
+    return (
+        ".".join(parts[:2])
+        if len(parts) > 2 or (REPO / "replay" / parts[-1]).is_dir()
+        else "replay"
+    )
+
+
+def _reaches(name: str, imports: list[tuple[int, str]]) -> list[str]:
+    """Imports of another unit's private module: ``replay.results._store.Store`` from views."""
+    here, found = _home(name), []
+    for line, target in imports:
+        parts = target.split(".")
+        if parts[0] != "replay" or len(parts) < 3 or _home(target) == here:
+            continue
+        if (REPO / "replay" / f"{parts[1]}.py").exists():
+            continue  # the top package's own modules (``replay._exit``) serve its CLI and plugin
+        if any(p.startswith("_") for p in parts[2:]):
+            found.append(f"{name}:{line} imports {target}")
+    return found
+
+
+def test_no_module_imports_another_subpackages_private_module() -> None:
+    reaching = [
+        found
+        for path in sorted((REPO / "replay").rglob("*.py"))
+        for found in _reaches(_module(path), _imports(path, type_only=True))
+    ]
+    assert reaching == [], "use the subpackage's face (its __init__):\n" + "\n".join(reaching)
+
+
+def test_a_reach_into_a_private_module_is_seen() -> None:
+    source = """
+from typing import TYPE_CHECKING
+from ..results import Store
+from ._html import run_html
+if TYPE_CHECKING:
+    from ..results._report import RunReport
+def later():
+    from ..worlds import _world
+"""
+    found = _reaches("replay.views._x", _imports_of(source, "replay.views._x", False, True))
+    assert found == [
+        "replay.views._x:6 imports replay.results._report.RunReport",
+        "replay.views._x:8 imports replay.worlds._world",
+    ]

@@ -11,8 +11,8 @@ import click
 from recorder import read_cassette
 from replay import CaseChange, CassetteDiff, RunComparison, Store, compare_runs, diff_cassettes
 
-from ..results._store import DEFAULT_PATH
-from ..views._terminal import console, render_cassette_diff, render_run_diff
+from ..results import DEFAULT_PATH
+from ..views import console, render_cassette_diff, render_run_diff
 from .options import confidence_option, fdr_option, k_option, power_option
 
 

@@ -10,7 +10,7 @@ from click.core import ParameterSource
 from recorder import ConfigError
 from replay import ExitCode, Store, Thresholds, gate, write_junit
 
-from ..results._store import DEFAULT_PATH
+from ..results import DEFAULT_PATH
 from .options import confidence_option, fdr_option, power_option
 
 

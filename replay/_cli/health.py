@@ -8,8 +8,7 @@ import click
 
 from replay import Store, graduate, suite_health
 
-from ..results._health import MIN_TRIALS, SATURATED
-from ..results._store import DEFAULT_PATH
+from ..results import DEFAULT_PATH, MIN_TRIALS, SATURATED
 
 
 @click.command("suite-health")

@@ -9,8 +9,8 @@ import click
 from recorder import ConfigError
 from replay import import_tau2, import_tau_bench_trajectories
 
-from ..integrations._taubench import DOMAINS
-from ..results._store import DEFAULT_PATH
+from ..integrations import DOMAINS
+from ..results import DEFAULT_PATH
 
 
 @click.group("import")

@@ -10,9 +10,8 @@ import click
 from recorder import ConfigError
 from replay import Store, judge_agreement
 
-from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
-from ..results._store import DEFAULT_PATH
-from ..views._terminal import console, render_judge_agreement
+from ..results import DEFAULT_PATH, MIN_AGREEMENT, MIN_LABELS
+from ..views import console, render_judge_agreement
 
 
 def _trial(text: str) -> tuple[str, int]:

@@ -11,8 +11,8 @@ from rich.markup import escape
 
 from replay import NoiseFloor, Store, noise
 
-from ..results._store import DEFAULT_PATH
-from ..views._terminal import console
+from ..results import DEFAULT_PATH
+from ..views import console
 from .options import confidence_option
 
 SHOWN = 10

@@ -11,7 +11,7 @@ import click
 from recorder import ConfigError
 from replay import Plan, Store, plan
 
-from ..results._store import DEFAULT_PATH
+from ..results import DEFAULT_PATH
 from .options import confidence_option, power_option, unit_interval
 
 

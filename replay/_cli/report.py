@@ -9,8 +9,8 @@ import click
 
 from replay import Store, build_report, report_json, run_html
 
-from ..results._store import DEFAULT_PATH
-from ..views._terminal import console, render_report
+from ..results import DEFAULT_PATH
+from ..views import console, render_report
 from .options import confidence_option
 
 

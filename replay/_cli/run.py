@@ -32,11 +32,10 @@ from replay import (
     report_json,
 )
 
-from ..agents._isolation import allowed_host, unavailable
+from ..agents import allowed_host, unavailable
 from ..modes import REGISTRY
-from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
-from ..results._store import DEFAULT_PATH
-from ..surroundings._faults import parse_faults
+from ..results import DEFAULT_PATH, MIN_AGREEMENT, MIN_LABELS
+from ..surroundings import parse_faults
 
 
 def _settings(pairs: tuple[str, ...]) -> dict[str, object]:

@@ -11,8 +11,8 @@ from rich.table import Table
 
 from replay import Store
 
-from ..results._store import DEFAULT_PATH
-from ..views._terminal import console
+from ..results import DEFAULT_PATH
+from ..views import console
 
 
 @click.command()

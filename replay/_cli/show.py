@@ -10,8 +10,7 @@ import click
 from recorder import read_cassette
 from replay import cassette_html
 
-from ..views._terminal import console, render_cassette
-from ..views._transcript import to_json
+from ..views import console, render_cassette, to_json
 
 
 @click.command()

@@ -10,7 +10,7 @@ import click
 
 from replay import view as serve
 
-from ..results._store import DEFAULT_PATH
+from ..results import DEFAULT_PATH
 
 
 @click.command()

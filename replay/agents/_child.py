@@ -39,8 +39,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from ..modes._environment import Environment
-from ..modes._plan import load_callable
+from ..modes import Environment, load_callable
 from . import _forward, _seccomp
 from ._memory import resident_mb
 

@@ -26,9 +26,8 @@ from typing import Any, ClassVar, Literal
 
 from recorder import ConfigError, ReplayError
 
-from ..mcp._upstream import SAFE_ENV
-from ..modes._environment import Environment
-from ..modes._guards import LimitExceeded
+from ..mcp import SAFE_ENV
+from ..modes import Environment, LimitExceeded
 from . import _zygote
 from ._isolation import Walls, read_given
 from ._memory import resident_mb

@@ -47,7 +47,7 @@ from typing import Protocol
 
 from recorder import ConfigError
 
-from ..mcp._tools import sdk_missing
+from ..mcp import sdk_missing
 from . import _seccomp
 from ._forward import splice
 

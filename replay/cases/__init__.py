@@ -2,3 +2,18 @@
 
 Private: use what ``replay`` exports.
 """
+
+from ._case import Case, Scoring, Suite, ToolCallSpec, load_case
+from ._promote import Promoted, promote
+from ._solution import reference_for
+
+__all__ = [
+    "Case",
+    "Promoted",
+    "Scoring",
+    "Suite",
+    "ToolCallSpec",
+    "load_case",
+    "promote",
+    "reference_for",
+]

@@ -41,11 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recorder import AssertionSyntaxError, CaseFileError, FixtureError
 
-from ..graders import Assertion, Dimension, GraderUse, SqliteWorld, WorldRef
-from ..graders._reference import MatchReference
-from ..surroundings._faults import Fault
-from ..surroundings._user import UserSpec
-from ..worlds._world import Fixture, load_fixture
+from ..graders import Assertion, Dimension, GraderUse, MatchReference, SqliteWorld, WorldRef
+from ..surroundings import Fault, UserSpec
+from ..worlds import Fixture, load_fixture
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
 

@@ -25,10 +25,8 @@ from recorder import (
     write_cassette,
 )
 
-from ..graders import Assertion
-from ..graders._builtin import agent_calls
-from ..worlds._diff import StateDiff
-from ..worlds._world import apply_delta
+from ..graders import Assertion, agent_calls
+from ..worlds import StateDiff, apply_delta
 
 
 @dataclass(frozen=True, slots=True)

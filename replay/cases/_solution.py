@@ -16,10 +16,8 @@ from typing import Any
 
 from recorder import Pins, Tool, read_cassette, record
 
-from ..graders import SqliteWorld
-from ..graders._reference import Reference, key_value, touched
-from ..worlds._diff import StateDiff
-from ..worlds._world import load_fixture
+from ..graders import Reference, SqliteWorld, key_value, touched
+from ..worlds import StateDiff, load_fixture
 
 
 def reference_outcome(case: Any, tools: Callable[[Any], Sequence[Tool[..., Any]]]) -> Reference:

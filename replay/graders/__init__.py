@@ -10,6 +10,9 @@ its verdict.
 """
 
 from . import _builtin  # noqa: F401  (registers the built-in graders)
+from ._builtin import agent_calls as agent_calls
+from ._builtin import step_order as step_order
+from ._core import AGENT_CAUSES as AGENT_CAUSES
 from ._core import (
     BUILT_IN,
     PASS_SCORE,
@@ -27,8 +30,32 @@ from ._core import (
     resolve,
     run_graders,
 )
+from ._deadline import DeadlinePassed as DeadlinePassed
+from ._deadline import post_within as post_within
 from ._expr import Approx, Assertion, Check, Context, SqliteWorld, WorldRef, WorldView
 from ._judge import Dimension, Judge
+from ._reference import MatchReference as MatchReference
+from ._reference import Reference as Reference
+from ._reference import key_value as key_value
+from ._reference import touched as touched
+from ._tooluse import TrialToolUse as TrialToolUse
+from ._tooluse import trial_tool_use as trial_tool_use
+
+# Bound above (``name as name``) for replay's other stages; not the public API.
+_SIBLINGS = (
+    "AGENT_CAUSES",
+    "DeadlinePassed",
+    "MatchReference",
+    "Reference",
+    "TrialToolUse",
+    "agent_calls",
+    "key_value",
+    "post_within",
+    "step_order",
+    "touched",
+    "trial_tool_use",
+)
+
 
 __all__ = [
     "BUILT_IN",

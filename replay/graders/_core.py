@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from recorder import Cassette, ConfigError
 
-from ..worlds._diff import StateDiff
+from ..worlds import StateDiff
 from ._expr import WorldView
 
 

@@ -30,8 +30,7 @@ from typing import Any, Protocol
 
 from recorder import AssertionSyntaxError
 
-from ..worlds._diff import StateDiff
-from ..worlds._documents import decode_row, encode
+from ..worlds import StateDiff, decode_row, encode
 
 
 class WorldView(Protocol):

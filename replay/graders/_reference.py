@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..worlds._diff import StateDiff, value_diff
+from ..worlds import StateDiff, value_diff
 from ._core import Grade, Trial, Verdict
 from ._expr import WorldView
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from recorder import Cassette, ToolEvent
 
-from ..worlds._diff import canonical_numbers
+from ..worlds import canonical_numbers
 from ._builtin import agent_calls, loops
 
 ABSTAIN_TAG = "abstain"

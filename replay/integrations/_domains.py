@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from recorder import ConfigError, Tool, tool
 
-from ..worlds._documents import Documents
+from ..worlds import Documents
 
 DOMAINS = ("airline", "retail")
 """Domains with a database of collections and assistant-side tools only."""

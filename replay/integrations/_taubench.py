@@ -39,14 +39,13 @@ from recorder import (
 )
 
 from ..modes import cassette_name
-from ..results._store import Store
-from ..runs._spec import RunSpec
+from ..results import Store
+from ..runs import RunSpec
+from ._domains import DOMAINS
 
 GRADER = "tau-bench"
 """Name of the grade each imported trial carries: tau-bench's recorded reward."""
 SUITE = "capability"
-DOMAINS = ("airline", "retail")
-"""tau-bench domains recognised at the end of a file name (``<model>-<domain>.json``)."""
 LLM_URL = "https://api.openai.com/v1/chat/completions"
 """Where the imported LLM calls are said to go: tau-bench called OpenAI's API."""
 WRITE_TOOLS = frozenset(

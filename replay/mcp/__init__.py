@@ -3,3 +3,19 @@
 The recording proxy stands between the agent and its MCP servers (third-party
 servers started upstream); a world's own tools are served over MCP too.
 """
+
+from ._proxy import McpProxy, McpServer, is_type, live_proxy, replayed_proxy
+from ._tools import McpTools, sdk_missing
+from ._upstream import SAFE_ENV, McpServerFailed
+
+__all__ = [
+    "SAFE_ENV",
+    "McpProxy",
+    "McpServer",
+    "McpServerFailed",
+    "McpTools",
+    "is_type",
+    "live_proxy",
+    "replayed_proxy",
+    "sdk_missing",
+]

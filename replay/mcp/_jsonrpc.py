@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..surroundings._loopback import LoopbackServer, stop_serving
+from ..surroundings import LoopbackServer, stop_serving
 
 Message = dict[str, Any]
 Notify = Callable[[Message], None]

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 
 from recorder import ConfigError, Recording, Tool, tool
 
-from ..surroundings._player import ReplayedToolError
+from ..surroundings import ReplayedToolError
 from ._jsonrpc import Endpoint, Message, Notify, error
 from ._upstream import (
     FileChanges,

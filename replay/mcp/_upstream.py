@@ -35,7 +35,7 @@ from typing import Any
 
 from recorder import ReplayError, RowChange, WorldDelta, net_delta
 
-from ..worlds._world import _primary_keys
+from ..worlds import primary_keys
 
 Message = dict[str, Any]
 Notify = Callable[[Message], None]
@@ -423,7 +423,7 @@ _Tables = dict[str, dict[Any, dict[str, Any]]]
 def _tables(conn: sqlite3.Connection) -> _Tables:
     """Every table of ``conn``: its rows by key (its primary key, else its rowid)."""
     out = {}
-    for table, pk in _primary_keys(conn).items():
+    for table, pk in primary_keys(conn).items():
         cols = [row[1] for row in conn.execute(f"PRAGMA table_info({_quote(table)})")]
         keys = ", ".join("rowid" if c == "rowid" else _quote(c) for c in pk)
         select = ", ".join(_quote(c) for c in cols)

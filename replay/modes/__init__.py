@@ -25,9 +25,11 @@ runner, the CLI's ``--mode`` and the pytest plugin read what it declares.
 """
 
 from . import _offline, _review, _sandbox
+from ._async import wait_for as wait_for
 from ._base import REGISTRY, Mode, register
 from ._drive import Steps, drive, drive_async
 from ._environment import Environment, as_function
+from ._guards import LimitExceeded as LimitExceeded
 from ._guards import Limits
 from ._offline import offline, offline_steps
 from ._plan import (
@@ -65,6 +67,9 @@ def run_trial(plan: TrialPlan) -> TrialResult:
     """
     return drive(trial_steps(plan))
 
+
+# Bound above (``name as name``) for replay's other stages; not the public API.
+_SIBLINGS = ("LimitExceeded", "wait_for")
 
 __all__ = [
     "NO_LLM_URL",

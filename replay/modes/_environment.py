@@ -11,11 +11,8 @@ from typing import Any
 
 from recorder import ConfigError, Recording, Tool
 
-from ..mcp._proxy import McpProxy
-from ..mcp._tools import McpTools
-from ..surroundings._faults import FaultInjector
-from ..surroundings._llm_proxy import LlmProxy
-from ..surroundings._user import UserChannel
+from ..mcp import McpProxy, McpTools
+from ..surroundings import FaultInjector, LlmProxy, UserChannel
 
 
 @dataclass

@@ -54,7 +54,7 @@ from recorder import (
     llm_call,
 )
 
-from ..surroundings._faults import is_llm_request
+from ..surroundings import is_llm_request
 
 GUARDS = ("timeout", "memory", "llm_tokens", "tool_result_chars")
 """The guard flags a trial may carry, in the words stored and shown."""

@@ -17,14 +17,11 @@ from typing import Any, Literal
 
 from recorder import Cassette, ConfigError, Playback, Secrets, Tool, ToolEvent, tool
 
-from ..cases._case import Case
+from ..cases import Case
 from ..graders import Judge
-from ..mcp._proxy import McpServer, replayed_proxy
-from ..surroundings._faults import FaultInjector
-from ..surroundings._player import ReplayedToolError, ToolPlayer
-from ..surroundings._user import UserChannel
-from ..worlds._diff import StateDiff
-from ..worlds._world import World
+from ..mcp import McpServer, replayed_proxy
+from ..surroundings import FaultInjector, ReplayedToolError, ToolPlayer, UserChannel
+from ..worlds import StateDiff, World
 from ._base import Mode
 from ._drive import Steps, driven
 from ._environment import dispatcher, environment

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from recorder import Cassette, ConfigError, Redaction, Tool
 
-from ..cases._case import Case
+from ..cases import Case
 from ..graders import Judge
-from ..mcp._proxy import McpServer
-from ..surroundings._faults import FaultInjector
-from ..surroundings._user import UserChannel
-from ..worlds._world import World
+from ..mcp import McpServer
+from ..surroundings import FaultInjector, UserChannel
+from ..worlds import World
 from ._guards import Limits
 
 if TYPE_CHECKING:

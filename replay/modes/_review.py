@@ -8,10 +8,9 @@ from pathlib import Path
 
 from recorder import ConfigError, FixtureError, read_cassette
 
-from ..cases._case import Case
+from ..cases import Case
 from ..graders import Judge
-from ..worlds._diff import StateDiff
-from ..worlds._world import World, load_fixture
+from ..worlds import StateDiff, World, load_fixture
 from ._base import Mode
 from ._drive import Steps, drive
 from ._plan import Prices, ToolFactory, TrialPlan

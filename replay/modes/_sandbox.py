@@ -18,14 +18,11 @@ from urllib.parse import urlsplit
 
 from recorder import Cassette, Playback
 
-from ..cases._case import Case
+from ..cases import Case
 from ..graders import Judge
-from ..mcp._proxy import McpServer, live_proxy
-from ..surroundings._faults import FaultInjector
-from ..surroundings._secrets import hidden_secrets
-from ..surroundings._user import UserChannel
-from ..worlds._diff import StateDiff
-from ..worlds._world import World
+from ..mcp import McpServer, live_proxy
+from ..surroundings import FaultInjector, UserChannel, hidden_secrets
+from ..worlds import StateDiff, World
 from ._base import Mode
 from ._drive import Steps, driven
 from ._environment import dispatcher, environment

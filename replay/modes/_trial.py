@@ -24,7 +24,7 @@ from recorder import (
     record,
 )
 
-from ..cases._solution import reference_for
+from ..cases import reference_for
 from ..graders import (
     BUILT_IN,
     Cause,
@@ -32,18 +32,16 @@ from ..graders import (
     Outcome,
     SqliteWorld,
     Trial,
+    TrialToolUse,
     Verdict,
     combine,
     resolve,
     run_graders,
+    trial_tool_use,
 )
-from ..graders._tooluse import TrialToolUse, trial_tool_use
-from ..mcp._proxy import McpProxy, is_type
-from ..mcp._tools import McpTools
-from ..mcp._upstream import McpServerFailed
-from ..surroundings._llm_proxy import LlmProxy
-from ..worlds._diff import StateDiff
-from ..worlds._world import World, load_fixture
+from ..mcp import McpProxy, McpServerFailed, McpTools, is_type
+from ..surroundings import LlmProxy
+from ..worlds import StateDiff, World, load_fixture
 from ._drive import Steps
 from ._environment import Environment
 from ._guards import Guards, LimitExceeded

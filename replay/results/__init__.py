@@ -2,3 +2,117 @@
 
 Private: use what ``replay`` exports.
 """
+
+from ._calibration import (
+    MIN_AGREEMENT,
+    MIN_LABELS,
+    JudgeAgreement,
+    calibrated_judges,
+    judge_agreement,
+)
+from ._causes import CauseGroup, FailedTrial, FailureCause, why_not_passed
+from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
+from ._gate import GateCheck, GateResult, Thresholds, gate, write_junit
+from ._health import MIN_TRIALS, SATURATED, HealthFlag, graduate, suite_health
+from ._metrics import (
+    CaseCounts,
+    CaseMetrics,
+    SuiteMetrics,
+    case_metrics,
+    pass_at_k,
+    pass_hat_k,
+    suite_metrics,
+    two_proportion_test,
+)
+from ._noise import CaseNoise, NoiseFloor, noise
+from ._paired import (
+    CaseChange,
+    PairedFigure,
+    RunComparison,
+    compare_counts,
+    compare_runs,
+    diff_runs,
+)
+from ._plan import FigurePlan, Plan, PlanRow, plan
+from ._report import CaseReport, RunReport, build_report, report_json, worst_first
+from ._stats import (
+    Interval,
+    benjamini_hochberg,
+    case_interval,
+    clustered_se,
+    detectable,
+    fisher_exact,
+    naive_se,
+    paired_interval,
+    suite_interval,
+    trial_variance,
+    wilson_interval,
+)
+from ._store import DEFAULT_PATH, GradeRow, Store, TrialRow
+
+__all__ = [
+    "DEFAULT_PATH",
+    "MIN_AGREEMENT",
+    "MIN_LABELS",
+    "MIN_TRIALS",
+    "SATURATED",
+    "CaseChange",
+    "CaseCounts",
+    "CaseMetrics",
+    "CaseNoise",
+    "CaseReport",
+    "CassetteDiff",
+    "CauseGroup",
+    "Divergence",
+    "FailedTrial",
+    "FailureCause",
+    "FigurePlan",
+    "GateCheck",
+    "GateResult",
+    "GradeRow",
+    "HealthFlag",
+    "Interval",
+    "JudgeAgreement",
+    "NoiseFloor",
+    "PairedFigure",
+    "Plan",
+    "PlanRow",
+    "RunComparison",
+    "RunReport",
+    "Store",
+    "SuiteMetrics",
+    "Thresholds",
+    "TrialRow",
+    "benjamini_hochberg",
+    "build_report",
+    "calibrated_judges",
+    "case_interval",
+    "case_metrics",
+    "clustered_se",
+    "compare_counts",
+    "compare_runs",
+    "detectable",
+    "diff_cassettes",
+    "diff_runs",
+    "fisher_exact",
+    "gate",
+    "graduate",
+    "judge_agreement",
+    "naive_se",
+    "noise",
+    "paired_interval",
+    "pass_at_k",
+    "pass_hat_k",
+    "plan",
+    "report_json",
+    "step_numbers",
+    "suite_health",
+    "suite_interval",
+    "suite_metrics",
+    "trial_variance",
+    "two_proportion_test",
+    "why_not_passed",
+    "wilson_interval",
+    "worst_first",
+    "write_junit",
+]

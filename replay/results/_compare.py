@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from recorder import Cassette, ToolEvent
 
-from ..graders._builtin import agent_calls, step_order
-from ..worlds._diff import StateDiff, value_diff
+from ..graders import agent_calls, step_order
+from ..worlds import StateDiff, value_diff
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Literal
 
 from recorder import ConfigError
 
-from ..graders._core import AGENT_CAUSES
+from ..graders import AGENT_CAUSES
 from ._metrics import CONFIDENCE, CaseCounts, pass_hat_k
 from ._stats import (
     Interval,

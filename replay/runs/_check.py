@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cases._case import Case
+from ..cases import Case
 from ..modes import NO_LLM_URL, Environment, ToolFactory, TrialResult, sandbox
 
 

@@ -24,16 +24,14 @@ from typing import Any
 from recorder import ConfigError, Secrets, __version__, holds_events, patched, read_header
 
 from .. import graders
-from ..agents._isolation import require as require_isolation
-from ..cases._case import Case, load_case
+from ..agents import require as require_isolation
+from ..cases import Case, load_case
 from ..graders import Judge
-from ..mcp._proxy import McpServer
+from ..mcp import McpServer
 from ..modes import REGISTRY, Mode, cassette_name, load_callable
-from ..results._calibration import calibrated_judges
-from ..results._causes import why_not_passed
-from ..results._store import Store
-from ..surroundings._faults import LLM_KINDS, Fault, parse_faults
-from ..worlds._world import load_fixture
+from ..results import Store, calibrated_judges, why_not_passed
+from ..surroundings import LLM_KINDS, Fault, parse_faults
+from ..worlds import load_fixture
 from ._backend import Backend, backend
 from ._spec import RunSpec, hide_server, hide_settings
 from ._work import Done, Job, Work, blob, failed, sweep_scratch

@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from recorder import PLACEHOLDER, ConfigError, Redaction, Secrets
 
-from ..mcp._proxy import McpServer
+from ..mcp import McpServer
 from ..modes import Limits
-from ..results._calibration import MIN_AGREEMENT, MIN_LABELS
-from ..surroundings._secrets import SECRET_WORDS
+from ..results import MIN_AGREEMENT, MIN_LABELS
+from ..surroundings import SECRET_WORDS
 
 SPEC_VERSION = 5
 """1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor;

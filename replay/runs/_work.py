@@ -27,9 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
-from ..agents._command import AgentCommand, ChildAgent
-from ..agents._isolation import allowed_host
-from ..cases._case import Case
+from ..agents import AgentCommand, ChildAgent, allowed_host
+from ..cases import Case
 from ..graders import Cause, Judge, Verdict
 from ..modes import (
     REGISTRY,
@@ -43,11 +42,10 @@ from ..modes import (
     drive_async,
     judge_cassette,
     load_callable,
+    wait_for,
 )
-from ..modes._async import wait_for
-from ..surroundings._faults import Fault, FaultInjector
-from ..surroundings._user import FrozenUser, LiveUser, UserChannel
-from ..worlds._world import Fixture, World, load_fixture, ship
+from ..surroundings import Fault, FaultInjector, FrozenUser, LiveUser, UserChannel
+from ..worlds import Fixture, World, load_fixture, ship
 
 if TYPE_CHECKING:
     from ._spec import RunSpec

@@ -3,3 +3,29 @@
 The simulated user, the LLM proxy, frozen tool answers, injected faults,
 hidden secrets, and the loopback servers they stand on.
 """
+
+from ._faults import LLM_KINDS, Fault, FaultInjector, is_llm_request, parse_faults
+from ._llm_proxy import LlmProxy
+from ._loopback import LoopbackServer, stop_serving
+from ._player import ReplayedToolError, ToolPlayer
+from ._secrets import SECRET_WORDS, hidden_secrets
+from ._user import FrozenUser, LiveUser, UserChannel, UserSpec
+
+__all__ = [
+    "LLM_KINDS",
+    "SECRET_WORDS",
+    "Fault",
+    "FaultInjector",
+    "FrozenUser",
+    "LiveUser",
+    "LlmProxy",
+    "LoopbackServer",
+    "ReplayedToolError",
+    "ToolPlayer",
+    "UserChannel",
+    "UserSpec",
+    "hidden_secrets",
+    "is_llm_request",
+    "parse_faults",
+    "stop_serving",
+]

@@ -16,7 +16,7 @@ from recorder import (
     ToolRequest,
 )
 
-from ..worlds._diff import value_diff
+from ..worlds import value_diff
 
 TOOL_MATCH_ON = ("name", "arguments")
 """What a tool call is matched on unless told (names in ``recorder.TOOL_MATCHERS``)."""

@@ -45,7 +45,7 @@ from recorder import (
     unrecorded,
 )
 
-from ..graders._deadline import DeadlinePassed, post_within
+from ..graders import DeadlinePassed, post_within
 from ._loopback import LoopbackServer, serve_in_thread, stop_serving
 
 STOP = "###STOP###"

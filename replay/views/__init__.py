@@ -2,3 +2,29 @@
 
 Private: use what ``replay`` exports.
 """
+
+from ._html import cassette_html, run_html
+from ._server import ViewServer, view
+from ._terminal import (
+    console,
+    render_cassette,
+    render_cassette_diff,
+    render_judge_agreement,
+    render_report,
+    render_run_diff,
+)
+from ._transcript import to_json
+
+__all__ = [
+    "ViewServer",
+    "cassette_html",
+    "console",
+    "render_cassette",
+    "render_cassette_diff",
+    "render_judge_agreement",
+    "render_report",
+    "render_run_diff",
+    "run_html",
+    "to_json",
+    "view",
+]

@@ -24,11 +24,18 @@ from recorder import (
     read_cassette,
 )
 
-from ..results._causes import CauseGroup
-from ..results._compare import diff_cassettes, step_numbers
-from ..results._report import CaseReport, build_report, worst_first
-from ..results._stats import Interval
-from ..results._store import GradeRow, Store, TrialRow
+from ..results import (
+    CaseReport,
+    CauseGroup,
+    GradeRow,
+    Interval,
+    Store,
+    TrialRow,
+    build_report,
+    diff_cassettes,
+    step_numbers,
+    worst_first,
+)
 from ._transcript import (
     Step,
     delta_lines,

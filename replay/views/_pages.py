@@ -15,9 +15,15 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from recorder import Cassette, ReplayError
 
-from ..results._metrics import CaseCounts, suite_metrics
-from ..results._paired import CaseChange, RunComparison, compare_runs
-from ..results._store import Store, TrialRow
+from ..results import (
+    CaseChange,
+    CaseCounts,
+    RunComparison,
+    Store,
+    TrialRow,
+    compare_runs,
+    suite_metrics,
+)
 from ._html import _badge, _e, _load, _num, _page, _table, run_html, transcript_html
 
 _WORST = {"fail": 0, "error": 1, "unsupported": 2, "unknown": 3, "pass": 4}

@@ -20,7 +20,7 @@ from typing import Any
 
 from recorder import ConfigError
 
-from ..results._store import DEFAULT_PATH, Store
+from ..results import DEFAULT_PATH, Store
 from ._pages import Page, render
 
 _log = logging.getLogger(__name__)

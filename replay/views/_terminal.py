@@ -24,11 +24,7 @@ from recorder import (
     WarningEvent,
 )
 
-from ..results._calibration import JudgeAgreement
-from ..results._compare import CassetteDiff
-from ..results._paired import RunComparison
-from ..results._report import RunReport, worst_first
-from ..results._stats import Interval
+from ..results import CassetteDiff, Interval, JudgeAgreement, RunComparison, RunReport, worst_first
 from ._transcript import (
     Step,
     delta_lines,

@@ -22,7 +22,7 @@ from recorder import (
     load_json,
 )
 
-from ..graders._builtin import step_order
+from ..graders import step_order
 
 StepKind = Literal["llm", "http", "tool", "user", "error", "warning", "violation"]
 

@@ -3,7 +3,7 @@
 Built from world deltas (``recorder.WorldDelta``): those in a cassette
 (review), those of the recorded calls an agent repeated (offline), or those
 real tools produced (sandbox). It costs what the trial changed, never a scan
-of the tables. The only deepdiff import: nested JSON values in an updated
+of the tables. The only deepdiff use (imported on first use): nested JSON values in an updated
 field are compared with it, so a report can say *which part* of a JSON
 column changed.
 """
@@ -14,8 +14,6 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from deepdiff import DeepDiff
 
 from recorder import WorldDelta, net_delta
 
@@ -41,7 +39,7 @@ class RowUpdate:
         old, new = _as_json(self.before.get(name)), _as_json(self.after.get(name))
         if not isinstance(old, (dict, list)) or not isinstance(new, (dict, list)):
             return []
-        diff = DeepDiff(old, new, ignore_numeric_type_changes=True, view="tree")
+        diff = _deep_diff(old, new)
         return sorted({item.path() for items in diff.values() for item in items})
 
 
@@ -121,12 +119,20 @@ def _as_json(value: Any) -> Any:
     return value
 
 
+def _deep_diff(old: Any, new: Any) -> Any:
+    # deepdiff imports pandas and numpy (~0.3 s): loaded by the first diff that needs it,
+    # not by every process that imports a world (a walled agent's child, the CLI).
+    from deepdiff import DeepDiff
+
+    return DeepDiff(old, new, ignore_numeric_type_changes=True, view="tree")
+
+
 def value_diff(old: Any, new: Any) -> list[str]:
     """Describe how ``new`` differs from ``old``, one line per changed path.
 
     Numbers of equal value are equal (``35`` and ``35.0``).
     """
-    diff = DeepDiff(old, new, ignore_numeric_type_changes=True, view="tree")
+    diff = _deep_diff(old, new)
     lines = []
     for kind, items in sorted(diff.items()):
         for item in items:

@@ -276,7 +276,7 @@ def apply_delta(conn: sqlite3.Connection, delta: WorldDelta, *, source: Any = No
         FixtureError: It changes a table the database lacks.
         sqlite3.Error: A change does not fit (the delta is of another world).
     """
-    keys = _primary_keys(conn)
+    keys = primary_keys(conn)
     for table, changes in delta.items():
         pk = keys.get(table)
         if pk is None:
@@ -307,7 +307,7 @@ def apply_delta(conn: sqlite3.Connection, delta: WorldDelta, *, source: Any = No
                 )
 
 
-def _primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
+def primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
     tables = [
         r[0]
         for r in conn.execute(
