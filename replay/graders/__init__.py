@@ -12,6 +12,7 @@ its verdict.
 from . import _builtin  # noqa: F401  (registers the built-in graders)
 from ._builtin import agent_calls as agent_calls
 from ._builtin import step_order as step_order
+from ._case import GradedCase, ReferenceCall, RubricItem
 from ._core import AGENT_CAUSES as AGENT_CAUSES
 from ._core import (
     BUILT_IN,
@@ -69,10 +70,13 @@ __all__ = [
     "Context",
     "Dimension",
     "Grade",
+    "GradedCase",
     "Grader",
     "GraderUse",
     "Judge",
     "Outcome",
+    "ReferenceCall",
+    "RubricItem",
     "SqliteWorld",
     "Trial",
     "Verdict",

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from recorder import Cassette, ConfigError
 
 from ..worlds import StateDiff
+from ._case import GradedCase
 from ._expr import WorldView
 
 
@@ -58,8 +59,8 @@ class Grade:
 class Trial:
     """Everything a grader may read about one trial. Graders read the outcome first."""
 
-    case: Any
-    """The case (``replay.cases._case.Case``)."""
+    case: GradedCase
+    """The case (a loaded ``replay.Case``; graders read what ``GradedCase`` names)."""
     cassette: Cassette
     diff: StateDiff
     world: WorldView

@@ -92,7 +92,7 @@ class Judge:
         grades = []
         with record(
             cassette,
-            case_id=getattr(trial.case, "id", None),
+            case_id=trial.case.id,
             trial=trial.cassette.header.trial,
             pins=Pins(model=self.model, user={"role": "judge"}),
             overwrite=True,
@@ -175,7 +175,7 @@ def parse_verdict(raw: bytes) -> tuple[Verdict, str]:
 
 def trial_text(trial: Trial) -> str:
     """What the judge reads: the task, the tool calls, the world's changes, the answer."""
-    lines = [f"Task given to the agent: {getattr(trial.case, 'instruction', '')}", ""]
+    lines = [f"Task given to the agent: {trial.case.instruction}", ""]
     lines.append("What the agent did:")
     calls = [e for e in trial.cassette.events if isinstance(e, (ToolEvent, ErrorEvent))]
     for n, event in enumerate(calls, 1):

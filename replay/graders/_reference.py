@@ -173,7 +173,7 @@ def explain(
 
 def matches_reference(trial: Trial) -> list[Grade]:
     """Pass when the trial leaves every row as the reference solution does (see module)."""
-    settings: MatchReference | None = getattr(trial.case, "match_reference", None)
+    settings = trial.case.match_reference
     if settings is None:
         return []
     if trial.reference is None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
@@ -389,7 +389,8 @@ def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str,
         }
         return row, []
     summary = result.trial.cassette.summary()
-    case, outcome, use = result.trial.case, result.outcome, result.tool_use
+    case = cast("Case", result.trial.case)  # graders see a GradedCase; the runner ran a Case
+    outcome, use = result.outcome, result.tool_use
     row = {
         "case_id": result.case_id,
         "idx": result.index,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ from recorder import Tool, read_cassette, record, tool
 from replay import Fixture, StateDiff, load_case
 from replay.graders import (
     REGISTRY,
+    Assertion,
     Grade,
+    GradedCase,
     SqliteWorld,
     Trial,
     Verdict,
@@ -126,6 +129,37 @@ def test_rule_grader_loops_forbidden_must_call_and_budget(tmp_path: Path) -> Non
         "issue_refund was never called (must_call)",
         "12 steps, over the budget of 5",  # the agent stops itself at 12
     )
+
+
+@dataclass(frozen=True)
+class _OwnCase:
+    """A case that is not a case file: what ``GradedCase`` names, and nothing else."""
+
+    id: str = "own"
+    instruction: str = "refund order 4812"
+    tags: tuple[str, ...] = ()
+    allowed_tables: tuple[str, ...] | None = None
+    forbidden_tools: tuple[str, ...] = ("lookup_order",)
+    must_call: tuple[str, ...] = ()
+    max_steps: int | None = None
+    max_cost: float | None = None
+    reference_solution: tuple[Any, ...] = ()
+    match_reference: None = None
+    rubric: tuple[Any, ...] = ()
+
+    def parsed_assertions(self) -> list[Assertion]:
+        return [Assertion("answer contains 'refund'")]
+
+
+def test_graders_read_any_case_shaped_as_graded_case(tmp_path: Path) -> None:
+    own: GradedCase = _OwnCase()
+    trial = sandbox_trial(tmp_path, refund_policy())
+    rule, state = run_graders(
+        Trial(own, trial.cassette, trial.diff, trial.world, trial.answer), ["rule", "state"]
+    )
+    assert rule.verdict is Verdict.FAIL
+    assert rule.evidence == ("forbidden tool lookup_order was called",)
+    assert state.verdict is Verdict.PASS
 
 
 def test_a_grader_that_raises_is_an_error_grade_and_the_run_goes_on(tmp_path: Path) -> None:
