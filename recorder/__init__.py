@@ -15,8 +15,6 @@ from ._bounds import load_json
 from ._capture import keep_capture, world_hash
 from ._delta import net_delta
 from ._errors import (
-    AssertionSyntaxError,
-    CaseFileError,
     CassetteCorrupt,
     CassetteError,
     CassetteNotFound,
@@ -77,8 +75,6 @@ __all__ = [
     "PLACEHOLDER",
     "TOOL_MATCHERS",
     "USER_MATCHERS",
-    "AssertionSyntaxError",
-    "CaseFileError",
     "Cassette",
     "CassetteCorrupt",
     "CassetteError",

@@ -9,13 +9,16 @@ ReplayError
 │   └─ RecordingFailed          a strict recording could not start or go on (a full disk...)
 ├─ FixtureUnsupported          replay met a call the cassette cannot answer
 ├─ ToolSchemaError (+TypeError) a tool's signature cannot become a JSON schema
-├─ AssertionSyntaxError (+ValueError) a state assertion does not parse
-├─ CaseFileError (+ValueError) a case file is malformed: names file and field
 ├─ FixtureError                the starting world cannot be built
 ├─ SandboxViolation            a sandboxed trial reached a host it may not
 ├─ RecordingClosed             a call came after its recording closed (``refuse_late``)
 └─ ConfigError                 bad settings (redaction paths, pins, ...)
 ```
+
+replay's own errors derive from ``ReplayError`` too, and live where replay
+raises them: ``replay.CaseFileError`` (+ValueError: a case file is malformed,
+named with its field; ``replay/cases``) and ``replay.AssertionSyntaxError``
+(+ValueError: a state assertion does not parse; ``replay/graders/_expr.py``).
 
 Misuse of the API raises builtin ``TypeError``/``ValueError``; everything the
 user can fix by changing a file or a setting raises a ``ReplayError`` whose
@@ -112,39 +115,6 @@ class FixtureUnsupported(ReplayError):
 
 class ToolSchemaError(ReplayError, TypeError):
     """A tool's signature cannot be turned into a JSON schema."""
-
-
-class AssertionSyntaxError(ReplayError, ValueError):
-    """A state assertion is not a valid expression; the message points at the column.
-
-    Attributes:
-        source: The assertion as written.
-        column: 0-based column of the problem.
-    """
-
-    def __init__(self, message: str, *, source: str, column: int) -> None:
-        self.source = source
-        self.column = max(0, min(column, len(source)))
-        super().__init__(f"{message} at column {self.column + 1} of {source!r}")
-
-    def caret(self) -> str:
-        """Return the assertion and a caret under the column, on two lines."""
-        return f"{self.source}\n{' ' * self.column}^"
-
-
-class CaseFileError(ReplayError, ValueError):
-    """A case file cannot be loaded.
-
-    Attributes:
-        path: The case file.
-        field: Dotted path of the offending field, if one is to blame.
-    """
-
-    def __init__(self, message: str, *, path: str | Path, field: str | None = None) -> None:
-        self.path = Path(path)
-        self.field = field
-        where = f" (field {field})" if field else ""
-        super().__init__(f"{self.path}{where}: {message}")
 
 
 class FixtureError(ReplayError):

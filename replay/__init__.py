@@ -32,7 +32,17 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from ._exit import ExitCode
     from .agents import AgentCommand
-    from .cases import Case, Promoted, Scoring, Suite, ToolCallSpec, load_case, promote
+    from .cases import (
+        Case,
+        CaseFileError,
+        Promoted,
+        Scoring,
+        Suite,
+        ToolCallSpec,
+        load_case,
+        promote,
+    )
+    from .graders import AssertionSyntaxError
     from .integrations import Tau2Import, TauBenchImport, import_tau2, import_tau_bench_trajectories
     from .mcp import McpServer
     from .modes import (
@@ -110,7 +120,9 @@ if _typing.TYPE_CHECKING:
 # replay.stub_llm` (stdlib only) and `replay --help` do not pay for pydantic,
 # deepdiff and sqlite-utils.
 _EXPORTS = {
+    "AssertionSyntaxError": ".graders",
     "Case": ".cases",
+    "CaseFileError": ".cases",
     "CaseChange": ".results",
     "CaseNoise": ".results",
     "CaseCounts": ".results",
@@ -215,9 +227,11 @@ def __dir__() -> list[str]:
 __all__ = [
     "AgentCommand",
     "AgentSettings",
+    "AssertionSyntaxError",
     "Case",
     "CaseChange",
     "CaseCounts",
+    "CaseFileError",
     "CaseMetrics",
     "CaseNoise",
     "CaseReport",

@@ -3,12 +3,13 @@
 Private: use what ``replay`` exports.
 """
 
-from ._case import Case, Scoring, Suite, ToolCallSpec, load_case
+from ._case import Case, CaseFileError, Scoring, Suite, ToolCallSpec, load_case
 from ._promote import Promoted, promote
 from ._solution import reference_for
 
 __all__ = [
     "Case",
+    "CaseFileError",
     "Promoted",
     "Scoring",
     "Suite",

@@ -39,13 +39,36 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from recorder import AssertionSyntaxError, CaseFileError, FixtureError
+from recorder import FixtureError, ReplayError
 
-from ..graders import Assertion, Dimension, GraderUse, MatchReference, SqliteWorld, WorldRef
+from ..graders import (
+    Assertion,
+    AssertionSyntaxError,
+    Dimension,
+    GraderUse,
+    MatchReference,
+    SqliteWorld,
+    WorldRef,
+)
 from ..surroundings import Fault, UserSpec
 from ..worlds import Fixture, load_fixture
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
+
+
+class CaseFileError(ReplayError, ValueError):
+    """A case file cannot be loaded.
+
+    Attributes:
+        path: The case file.
+        field: Dotted path of the offending field, if one is to blame.
+    """
+
+    def __init__(self, message: str, *, path: str | Path, field: str | None = None) -> None:
+        self.path = Path(path)
+        self.field = field
+        where = f" (field {field})" if field else ""
+        super().__init__(f"{self.path}{where}: {message}")
 
 
 class Suite(str, enum.Enum):

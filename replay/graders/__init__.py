@@ -33,7 +33,16 @@ from ._core import (
 )
 from ._deadline import DeadlinePassed as DeadlinePassed
 from ._deadline import post_within as post_within
-from ._expr import Approx, Assertion, Check, Context, SqliteWorld, WorldRef, WorldView
+from ._expr import (
+    Approx,
+    Assertion,
+    AssertionSyntaxError,
+    Check,
+    Context,
+    SqliteWorld,
+    WorldRef,
+    WorldView,
+)
 from ._judge import Dimension, Judge
 from ._reference import MatchReference as MatchReference
 from ._reference import Reference as Reference
@@ -65,6 +74,7 @@ __all__ = [
     "VERSIONS",
     "Approx",
     "Assertion",
+    "AssertionSyntaxError",
     "Cause",
     "Check",
     "Context",

@@ -28,9 +28,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from recorder import AssertionSyntaxError
+from recorder import ReplayError
 
 from ..worlds import StateDiff, decode_row, encode
+
+
+class AssertionSyntaxError(ReplayError, ValueError):
+    """A state assertion is not a valid expression; the message points at the column.
+
+    Attributes:
+        source: The assertion as written.
+        column: 0-based column of the problem.
+    """
+
+    def __init__(self, message: str, *, source: str, column: int) -> None:
+        self.source = source
+        self.column = max(0, min(column, len(source)))
+        super().__init__(f"{message} at column {self.column + 1} of {source!r}")
+
+    def caret(self) -> str:
+        """Return the assertion and a caret under the column, on two lines."""
+        return f"{self.source}\n{' ' * self.column}^"
 
 
 class WorldView(Protocol):

@@ -23,7 +23,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from recorder import (
-    CaseFileError,
     Cassette,
     ConfigError,
     Event,
@@ -38,6 +37,7 @@ from recorder import (
     write_cassette,
 )
 
+from ..cases import CaseFileError
 from ..modes import cassette_name
 from ..results import Store
 from ..runs import RunSpec

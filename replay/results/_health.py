@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recorder import CaseFileError, ConfigError
+from recorder import ConfigError
 
+from ..cases import CaseFileError
 from ._store import Store
 
 MIN_TRIALS = 10

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recorder import AssertionSyntaxError, CaseFileError
-from replay import load_case
+from replay import AssertionSyntaxError, CaseFileError, load_case
 from replay.graders import Assertion
 from tests.helpers import REPO, replay
 

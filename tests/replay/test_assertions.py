@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from examples.shop import record_refund
-from recorder import AssertionSyntaxError, RowChange, read_cassette
-from replay import Fixture, StateDiff
+from recorder import RowChange, read_cassette
+from replay import AssertionSyntaxError, Fixture, StateDiff
 from replay.graders import Assertion, Context, SqliteWorld
 from tests.helpers import SHOP_FIXTURE
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder import CaseFileError
-from replay import Scoring, Suite, load_case
+from replay import CaseFileError, Scoring, Suite, load_case
 from tests.helpers import REPO
 
 DEMO = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"

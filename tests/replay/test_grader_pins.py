@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder import CaseFileError
-from replay import RunSpec, Store, execute, load_case
+from replay import CaseFileError, RunSpec, Store, execute, load_case
 from tests.helpers import REPO
 
 SHOP = REPO / "examples" / "shop"

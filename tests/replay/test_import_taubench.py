@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from recorder import (
-    CaseFileError,
     ConfigError,
     HttpEvent,
     ToolEvent,
@@ -18,7 +17,7 @@ from recorder import (
     llm_call,
     read_cassette,
 )
-from replay import Store
+from replay import CaseFileError, Store
 from replay.integrations._taubench import import_trajectories, load_trajectories, names_from_file
 from tests.helpers import REPO
 
