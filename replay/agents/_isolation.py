@@ -48,7 +48,7 @@ from typing import Protocol
 from recorder import ConfigError
 
 from ..mcp import sdk_missing
-from . import _seccomp
+from . import _seccomp, _supervisor
 from ._forward import splice
 
 FORWARD = str(Path(__file__).with_name("_forward.py"))
@@ -179,7 +179,7 @@ class Walls:
         self._dir = self._names_dir = ""
         self._bridges: list[_Bridge] = []
         self._control: socket.socket | None = None
-        self._supervisor: _seccomp.Supervisor | None = None
+        self._supervisor: _supervisor.Supervisor | None = None
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
         self._seen: dict[tuple[str, str], int] = {}
@@ -225,7 +225,7 @@ class Walls:
             except OSError:
                 return
             if fds:
-                self._supervisor = _seccomp.Supervisor(
+                self._supervisor = _supervisor.Supervisor(
                     fds[0], self._allowed, lambda a: self._violation(a.action, a.target)
                 )
             for raw in _lines(conn, said):
@@ -254,7 +254,7 @@ class Walls:
         """An allowed host, or one the trial ignores (a tracing endpoint's): no violation."""
         return name in self._ignored or name in self._names
 
-    def _allowed(self, attempt: _seccomp.Attempt) -> bool:
+    def _allowed(self, attempt: _supervisor.Attempt) -> bool:
         """Whether a trapped call aims at one of the trial's endpoints (or at nothing)."""
         if attempt.family in ("netlink", "unspec"):
             return True  # a route lookup, a datagram socket's disconnect: no reach
