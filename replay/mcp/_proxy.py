@@ -17,7 +17,7 @@ trial, made through the trial's dispatcher (faults injected):
 Live (sandbox, record): the real server is started on the trial's first
 request (or reached at its URL). A server that takes a world gets the trial's
 fresh world as a SQLite file (``{world}`` in its command or environment); the
-rows a request changed there (``_upstream.FileChanges``) are applied to the
+rows a request changed there (``_file_changes.FileChanges``) are applied to the
 trial's world inside the call, so the call carries them as its delta and the
 graders see them. Offline: nothing is started; every request is answered from
 the cassette (progress replayed to an agent that asked for it), the recorded
@@ -48,9 +48,9 @@ from urllib.parse import urlsplit
 from recorder import ConfigError, Recording, Tool, tool
 
 from ..surroundings import ReplayedToolError
+from ._file_changes import FileChanges
 from ._jsonrpc import Endpoint, Message, Notify, error
 from ._upstream import (
-    FileChanges,
     HttpUpstream,
     McpServerFailed,
     RpcError,
