@@ -33,16 +33,7 @@ from ._core import (
 )
 from ._deadline import DeadlinePassed as DeadlinePassed
 from ._deadline import post_within as post_within
-from ._expr import (
-    Approx,
-    Assertion,
-    AssertionSyntaxError,
-    Check,
-    Context,
-    SqliteWorld,
-    WorldRef,
-    WorldView,
-)
+from ._expr import Assertion, AssertionSyntaxError
 from ._judge import Dimension, Judge
 from ._reference import MatchReference as MatchReference
 from ._reference import Reference as Reference
@@ -50,6 +41,8 @@ from ._reference import key_value as key_value
 from ._reference import touched as touched
 from ._tooluse import TrialToolUse as TrialToolUse
 from ._tooluse import trial_tool_use as trial_tool_use
+from ._values import Approx, Check, Context, WorldRef
+from ._world_view import SqliteWorld, WorldView
 
 # Bound above (``name as name``) for replay's other stages; not the public API.
 _SIBLINGS = (

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from recorder import Event, HttpEvent, ToolEvent, ViolationEvent, llm_call
 
 from ._core import Grade, Trial, Verdict, grader
-from ._expr import Context
 from ._reference import matches_reference as grade_reference
+from ._values import Context
 
 LOOP_REPEATS = 3
 """The same tool with the same arguments this many times is a loop."""

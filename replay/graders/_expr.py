@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import ast
 import io
-import math
 import operator
 import re
 import sqlite3
 import tokenize
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from recorder import ReplayError
 
-from ..worlds import StateDiff, decode_row, encode
+from ..worlds import StateDiff
+from ._values import Approx, Check, Context, WorldRef, _DiffRoot, _DiffTable, _Rows, _Table
+from ._world_view import WorldView
 
 
 class AssertionSyntaxError(ReplayError, ValueError):
@@ -49,167 +49,6 @@ class AssertionSyntaxError(ReplayError, ValueError):
     def caret(self) -> str:
         """Return the assertion and a caret under the column, on two lines."""
         return f"{self.source}\n{' ' * self.column}^"
-
-
-class WorldView(Protocol):
-    """Read access to the world after a trial."""
-
-    def rows(self, table: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Return the rows of ``table`` whose columns equal ``where``."""
-        ...
-
-    def get(self, table: str, key: Any) -> dict[str, Any] | None:
-        """Return the row of ``table`` with primary key ``key``, if any."""
-        ...
-
-    def decode(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
-        """Return a row's stored values (e.g. from a delta) as field values."""
-        ...
-
-
-class SqliteWorld:
-    """A ``WorldView`` over a SQLite connection; identifiers are checked, values bound."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self._info: dict[str, tuple[list[str], list[str]]] = {}
-        self._kinds: dict[str, dict[str, str]] = {}
-
-    def _table(self, table: str) -> tuple[list[str], list[str]]:
-        if table not in self._info:
-            info = self.conn.execute(
-                f'PRAGMA table_info("{table.replace(chr(34), "")}")'
-            ).fetchall()
-            if not info:
-                raise LookupError(f"no table {table!r} in the world")
-            pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
-            self._info[table] = ([r[1] for r in info], pk)
-            self._kinds[table] = {r[1]: (r[2] or "").upper() for r in info}
-        return self._info[table]
-
-    def _select(self, table: str, conditions: Mapping[str, Any]) -> list[dict[str, Any]]:
-        columns, _ = self._table(table)
-        kinds = self._kinds[table]
-        for name in conditions:
-            if name not in columns and name != "rowid":
-                raise LookupError(f"table {table!r} has no column {name!r}")
-        where = " AND ".join(f'"{c}" IS ?' for c in conditions) or "1"
-        values = tuple(encode(kinds.get(c, ""), v) for c, v in conditions.items())
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        sql = f'SELECT {", ".join(f"{chr(34)}{c}{chr(34)}" for c in columns)} FROM "{table}"'
-        found = cursor.execute(f"{sql} WHERE {where}", values).fetchall()
-        # Document collections' JSON and boolean columns read as the values they hold.
-        return [decode_row(kinds, dict(zip(columns, r, strict=True))) for r in found]
-
-    def rows(self, table: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Return the rows of ``table`` whose columns equal ``where``."""
-        return self._select(table, where)
-
-    def get(self, table: str, key: Any) -> dict[str, Any] | None:
-        """Return the row of ``table`` with primary key ``key``, if any."""
-        _, pk = self._table(table)
-        values = key if isinstance(key, tuple) else (key,)
-        if len(values) != len(pk):
-            raise LookupError(f"table {table!r} is keyed by {', '.join(pk)}; got {key!r}")
-        found = self._select(table, dict(zip(pk, values, strict=True)))
-        return found[0] if found else None
-
-    def decode(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
-        """Return a row's stored values (e.g. from a delta) as field values."""
-        self._table(table)
-        return decode_row(self._kinds[table], row)
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What an assertion is checked against."""
-
-    world: WorldView
-    diff: StateDiff
-    answer: str | None = None
-    allowed_tables: frozenset[str] | None = None
-    """Tables the case may change; None: no_side_effects cannot be checked."""
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """The outcome of one assertion."""
-
-    source: str
-    passed: bool
-    expected: str | None = None
-    actual: str | None = None
-    message: str = ""
-
-    def __str__(self) -> str:
-        if self.passed:
-            return f"ok: {self.source}"
-        detail = self.message or f"expected {self.expected}, actual {self.actual}"
-        return f"failed: {self.source}: {detail}"
-
-
-@dataclass(frozen=True, slots=True)
-class Approx:
-    """A number with a tolerance: ``approx(35.0, abs=0.01)`` or ``approx(35, rel=1e-3)``."""
-
-    value: float
-    abs: float = 0.0
-    rel: float = 1e-9
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (int, float)) or isinstance(other, bool):
-            return False
-        return math.isclose(other, self.value, rel_tol=self.rel, abs_tol=self.abs)
-
-    def __hash__(self) -> int:
-        return hash(self.value)
-
-    def __repr__(self) -> str:
-        tol = f"abs={self.abs}" if self.abs else f"rel={self.rel}"
-        return f"approx({self.value}, {tol})"
-
-
-@dataclass(frozen=True, slots=True)
-class _Table:
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Rows:
-    table: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.rows)
-
-
-@dataclass(frozen=True, slots=True)
-class _DiffTable:
-    name: str
-
-
-class _DiffRoot:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class WorldRef:
-    """A name an assertion gives the world, known without evaluating it.
-
-    ``orders[4812].status`` names table ``orders``, indexed by one value
-    (``key_parts``), and its column ``status``; ``refunds.count(order_id=1)``
-    names column ``order_id`` as a filter; ``diff.refunds.inserted`` names
-    table ``refunds``. A case checks them against its fixture's schema.
-    """
-
-    table: str
-    column: str | None = None
-    """A column (or document field) of ``table``; None: the table itself."""
-    key_parts: int | None = None
-    """Values a ``table[key]`` lookup gives for the primary key; None: no lookup."""
-    filter: bool = False
-    """``column`` is a ``count``/``where`` filter (which may also be ``rowid``)."""
 
 
 _COMPARE: dict[type, tuple[str, Callable[[Any, Any], bool]]] = {

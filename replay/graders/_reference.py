@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..worlds import StateDiff, value_diff
 from ._core import Grade, Trial, Verdict
-from ._expr import WorldView
+from ._world_view import WorldView
 
 Key = tuple[str, tuple[Any, ...]]
 
