@@ -1,6 +1,6 @@
 """replay's subpackages are stages, and each depends only on the stages below it.
 
-Layout (README, "Layout"): worlds < graders < surroundings < mcp < cases <
+Layout (README, "Layout"): plugins < worlds < graders < surroundings < mcp < cases <
 modes < agents < results < runs < views < integrations < the top (``replay/__init__``, the CLI,
 the pytest plugin, ``replay.tau2``). ``replay.stub_llm`` stands alone: it
 imports nothing of replay's but itself (the standard library only). Every
@@ -19,6 +19,7 @@ from pathlib import Path
 from tests.helpers import REPO
 
 LAYERS = [
+    "plugins",
     "worlds",
     "graders",
     "surroundings",

@@ -11,9 +11,10 @@ from typing import Any, Protocol
 
 from recorder import Cassette, ConfigError
 
+from ..plugins import GROUPS, Registry
 from ..worlds import StateDiff
 from ._case import GradedCase
-from ._expr import WorldView
+from ._world_view import WorldView
 
 
 class Verdict(str, enum.Enum):
@@ -93,8 +94,16 @@ class Grader(Protocol):
         ...
 
 
-REGISTRY: dict[str, Grader] = {}
-"""Graders by name; built-ins register here the same way users' do."""
+def _grader(name: str, obj: object) -> Grader:
+    """What a plugin's ``agent_replay.graders`` entry point names, as a grader (version 1)."""
+    if not callable(obj):
+        raise ConfigError(f"it names a {type(obj).__name__}, not a grader (Trial -> Grade)")
+    VERSIONS.setdefault(name, "1")
+    return obj
+
+
+REGISTRY: Registry[Grader] = Registry("grader", GROUPS["graders"], _grader)
+"""Graders by name; built-ins register here the same way users' and plugins' do."""
 VERSIONS: dict[str, str] = {}
 """Each registered grader's version (``@grader(name, version=...)``), pinned with every run."""
 
@@ -104,13 +113,14 @@ def grader(name: str, *, version: str = "1") -> Callable[[Grader], Grader]:
 
     ``version`` goes in the pins of every run that uses it: bump it when the
     grader's verdicts change, so ``replay gate`` does not compare runs graded
-    differently.
+    differently. Registering the same function again does nothing.
+
+    Raises:
+        ConfigError: Another grader has that name (``REGISTRY.unregister`` it first).
     """
 
     def register(fn: Grader) -> Grader:
-        if name in REGISTRY:
-            raise ValueError(f"a grader named {name!r} is already registered")
-        REGISTRY[name] = fn
+        REGISTRY.register(name, fn)
         VERSIONS[name] = version
         return fn
 
@@ -181,7 +191,7 @@ def run_graders(trial: Trial, names: Iterable[str | GraderUse] | None = None) ->
     for use in (e if isinstance(e, GraderUse) else GraderUse(e) for e in entries):
         name = use.name
         if name not in REGISTRY:
-            known = ", ".join(sorted(REGISTRY))
+            known = ", ".join(sorted(REGISTRY.names()))
             why = (
                 f"no grader named {name!r} is registered (registered: {known}); name it "
                 "MODULE:NAME so that its module is imported"

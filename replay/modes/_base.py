@@ -8,12 +8,13 @@ its name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from recorder import ConfigError
 
+from ..plugins import GROUPS, Registry
 from ._drive import Steps
 from ._plan import LlmSource, TrialPlan
 
@@ -83,38 +84,24 @@ class Mode:
         return self.recorded == "required"
 
 
-class _Registry(Mapping[str, Mode]):
-    def __init__(self) -> None:
-        self._modes: dict[str, Mode] = {}
-
-    def __getitem__(self, name: str) -> Mode:
-        try:
-            return self._modes[name]
-        except KeyError:
-            raise ConfigError(f"no mode {name!r}; the modes are {', '.join(self._modes)}") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._modes
-
-    def get(self, name: str, default: Mode | None = None) -> Mode | None:  # type: ignore[override]
-        """The mode of that name, or ``default``."""
-        return self._modes.get(name, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._modes)
-
-    def __len__(self) -> int:
-        return len(self._modes)
-
-    def add(self, mode: Mode) -> Mode:
-        self._modes[mode.name] = mode
-        return mode
+def _mode(name: str, obj: object) -> Mode:
+    """What a plugin's ``agent_replay.modes`` entry point names, checked: a ``Mode``, so named."""
+    if not isinstance(obj, Mode):
+        raise ConfigError(f"it names a {type(obj).__name__}, not a replay.modes.Mode")
+    if obj.name != name:
+        raise ConfigError(f"its Mode is named {obj.name!r}: name the entry point {obj.name!r}")
+    return obj
 
 
-REGISTRY = _Registry()
-"""The modes by name, built-in ones first: ``REGISTRY["offline"]`` (``ConfigError`` if unknown)."""
+REGISTRY: Registry[Mode] = Registry("mode", GROUPS["modes"], _mode)
+"""The modes by name, built-in ones first, then installed plugins' (``agent_replay.modes``):
+``REGISTRY["offline"]`` (``ConfigError`` if unknown)."""
 
 
 def register(mode: Mode) -> Mode:
-    """Add ``mode`` (or replace the one of its name): ``--mode NAME`` then runs it."""
-    return REGISTRY.add(mode)
+    """Add ``mode``: ``--mode NAME`` then runs it.
+
+    Raises:
+        ConfigError: Another mode has its name (``REGISTRY.unregister`` it first to replace it).
+    """
+    return REGISTRY.register(mode.name, mode)

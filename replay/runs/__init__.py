@@ -4,7 +4,8 @@ Private: use what ``replay`` exports. Importing the package registers every
 executor backend (``_backend.BACKENDS``), whatever is imported first.
 """
 
-from . import _dask, _processes, _ray  # noqa: F401  (each registers its backend)
+from . import _dask, _processes, _ray
+from ._backend import BACKENDS
 from ._check import check_case
 from ._runner import execute
 from ._spec import (
@@ -18,7 +19,15 @@ from ._spec import (
     UserSettings,
 )
 
+for _name, _backend in (  # --help's order
+    ("local", _processes.local),
+    ("ray", _ray.on_ray),
+    ("dask", _dask.on_dask),
+):
+    BACKENDS.register(_name, _backend)
+
 __all__ = [
+    "BACKENDS",
     "AgentSettings",
     "ExecutorSettings",
     "FaultSettings",

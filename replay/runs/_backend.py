@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from recorder import ConfigError, ReplayError
 
+from ..plugins import GROUPS, Registry
 from ._work import Blob, Done, Work, run_work
 
 if TYPE_CHECKING:
@@ -82,8 +83,17 @@ class InProcess(Backend):
 Factory = Callable[["RunSpec", Callable[[], Mapping[str, Blob]]], Backend]
 """Makes a backend for a run (``blobs()`` gives the fixtures' bytes, for workers that need them)."""
 
-BACKENDS: dict[str, Factory] = {}
-"""Backends by ``--executor`` name: ``local`` (``_processes``), ``ray``, ``dask``."""
+
+def _factory(name: str, obj: object) -> Factory:
+    """What a plugin's ``agent_replay.backends`` entry point names: a backend factory."""
+    if not callable(obj):
+        raise ConfigError(f"it names a {type(obj).__name__}, not a backend factory")
+    return obj
+
+
+BACKENDS: Registry[Factory] = Registry("executor", GROUPS["backends"], _factory)
+"""Backends by ``--executor`` name: ``local`` (``_processes``), ``ray``, ``dask``, then
+installed plugins' (``agent_replay.backends``)."""
 
 
 def backend(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:
@@ -92,8 +102,4 @@ def backend(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:
     Raises:
         ConfigError: No backend of that name.
     """
-    factory = BACKENDS.get(spec.executor.kind)
-    if factory is None:
-        known = ", ".join(BACKENDS)
-        raise ConfigError(f"unknown executor {spec.executor.kind!r}; use {known}")
-    return factory(spec, blobs)
+    return BACKENDS[spec.executor.kind](spec, blobs)

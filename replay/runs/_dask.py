@@ -7,13 +7,13 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING, Any
 
 from recorder import ConfigError
 
-from ._backend import BACKENDS, Backend, ClusterError
+from ._backend import Backend, ClusterError
 from ._processes import start_worker
 from ._work import Blob, Done, Work, run_work
 
@@ -116,4 +116,6 @@ def _dask_setup(path: list[str], blobs: Mapping[str, Blob]) -> Any:
     return ShipFixtures()
 
 
-BACKENDS["dask"] = lambda spec, blobs: OnDask(spec, blobs())
+def on_dask(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:
+    """The ``dask`` backend of a run (``BACKENDS["dask"]``)."""
+    return OnDask(spec, blobs())

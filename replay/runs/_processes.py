@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from recorder import ConfigError
 
-from ._backend import BACKENDS, Backend, InProcess
+from ._backend import Backend, InProcess
 from ._work import Blob, Done, Work, hold_patches, install_fixtures, run_work, sweep_scratch
 
 if TYPE_CHECKING:
@@ -207,10 +207,8 @@ class Processes(Backend):
             actor.close()
 
 
-def _local(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:
+def local(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:
+    """The ``local`` backend of a run: this process, or worker processes (``--workers``)."""
     if spec.executor.workers <= 1:
         return InProcess(spec.executor.concurrency)
     return Processes(spec.executor.workers, spec.executor.concurrency, blobs())
-
-
-BACKENDS["local"] = _local

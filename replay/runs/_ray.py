@@ -8,14 +8,14 @@ import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recorder import ConfigError
 
-from ._backend import BACKENDS, Backend
+from ._backend import Backend
 from ._processes import start_worker
 from ._work import Blob, Done, Work, run_work
 
@@ -115,4 +115,6 @@ class OnRay(Backend):
             self._ray.shutdown()
 
 
-BACKENDS["ray"] = lambda spec, blobs: OnRay(spec, blobs())
+def on_ray(spec: RunSpec, blobs: Callable[[], Mapping[str, Blob]]) -> Backend:
+    """The ``ray`` backend of a run (``BACKENDS["ray"]``)."""
+    return OnRay(spec, blobs())

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from examples.shop import INSTRUCTION, make_tools, naive_refund_policy, refund_policy, run_agent
-from recorder import Tool, read_cassette, record, tool
+from recorder import ConfigError, Tool, read_cassette, record, tool
 from replay import Fixture, StateDiff, load_case
 from replay.graders import (
     REGISTRY,
@@ -173,10 +173,11 @@ def test_a_grader_that_raises_is_an_error_grade_and_the_run_goes_on(tmp_path: Pa
         assert [g.verdict for g in grades] == [Verdict.ERROR, Verdict.PASS]
         assert grades[0].evidence[0].startswith("RuntimeError: boom (")
         assert combine(grades).verdict is Verdict.ERROR
-        with pytest.raises(ValueError, match="already registered"):
-            grader("broken-for-test")(broken)
+        grader("broken-for-test")(broken)  # the same function again: nothing happens
+        with pytest.raises(ConfigError, match="already registered"):
+            grader("broken-for-test")(lambda trial: [])
     finally:
-        REGISTRY.pop("broken-for-test", None)
+        REGISTRY.unregister("broken-for-test")
 
 
 @pytest.mark.parametrize(
