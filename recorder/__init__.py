@@ -28,6 +28,7 @@ from ._errors import (
     SandboxViolation,
     ToolSchemaError,
 )
+from ._hooks import Hooks
 from ._ignore import DEFAULT_IGNORE_HOSTS
 from ._llm import LlmCall, LlmToolCall, llm_call
 from ._playback import Playback, playback
@@ -88,6 +89,7 @@ __all__ = [
     "FixtureUnsupported",
     "Footer",
     "Header",
+    "Hooks",
     "HttpEvent",
     "HttpRequest",
     "HttpResponse",

@@ -126,13 +126,14 @@ def _local(
     recorder: Recording, req: aiohttp.ClientRequest, request: HttpRequest
 ) -> tuple[aiohttp.ClientResponse, HttpResponse, Exception | None] | None:
     """The answer given here, not by the network: an injected fault, or a frozen LLM's."""
-    if recorder.interpose is not None:
-        injected = recorder.interpose(request)
+    hooks = recorder.hooks
+    if hooks.interpose is not None:
+        injected = hooks.interpose(request)
         if injected is not None:
             resp = _response(req, injected.status, injected.headers, injected.chunks, None)
             return resp, injected, None
-    if recorder.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
-        answer, error = _outcome(req, recorder.source.respond(request, via=VIA))
+    if hooks.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
+        answer, error = _outcome(req, hooks.source.respond(request, via=VIA))
         resp = _response(req, answer.status, answer.headers, answer.chunks, error)
         return resp, answer, error
     return None

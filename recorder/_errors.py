@@ -11,7 +11,7 @@ ReplayError
 ├─ ToolSchemaError (+TypeError) a tool's signature cannot become a JSON schema
 ├─ FixtureError                the starting world cannot be built
 ├─ SandboxViolation            a sandboxed trial reached a host it may not
-├─ RecordingClosed             a call came after its recording closed (``refuse_late``)
+├─ RecordingClosed             a call came after its recording closed (``Hooks.refuse_late``)
 └─ ConfigError                 bad settings (redaction paths, pins, ...)
 ```
 
@@ -146,7 +146,7 @@ class RecordingClosed(ReplayError):
     """A call came from a thread or task its recording left running, after it closed.
 
     Raised instead of letting the call out unrecorded (or into another
-    recording's cassette) when the recording was made with ``refuse_late=True``:
+    recording's cassette) when the recording was made with ``Hooks(refuse_late=True)``:
     a harness that abandons an agent at its deadline uses it, so the agent can
     no longer reach its tools, its LLM or any other host.
 

@@ -66,17 +66,18 @@ def _replayed(mod: ModuleType, recorded: HttpEvent, request: Any) -> Any:
 
 def _local(mod: ModuleType, recorder: Any, req: HttpRequest, request: Any, via: str) -> Any:
     """The answer given here, not by the network: an injected fault, or a frozen LLM's."""
-    if recorder.interpose is not None:
-        injected = recorder.interpose(req)
+    hooks = recorder.hooks
+    if hooks.interpose is not None:
+        injected = hooks.interpose(req)
         if injected is not None:
             return _answer(mod, injected)
-    if recorder.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
-        return _replayed(mod, recorder.source.respond(req, via=via), request)
+    if hooks.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
+        return _replayed(mod, hooks.source.respond(req, via=via), request)
     return None
 
 
 def _answer(mod: ModuleType, response: HttpResponse) -> Any:
-    """A response given in place of the network's (``Recording.interpose``)."""
+    """A response given in place of the network's (``Hooks.interpose``)."""
     return mod.Response(
         response.status,
         headers=response.headers,

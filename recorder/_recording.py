@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import functools
 import logging
@@ -10,7 +9,6 @@ import os
 import sqlite3
 import subprocess
 import threading
-import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from . import _session
 from ._capture import ChangeCapture, world_hash
 from ._derive import footer_for
 from ._errors import CassetteError, RecordingFailed, SandboxViolation
+from ._hooks import Hooks
 from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
 from ._reader import Cassette
 from ._redact import Redaction, Secrets, scrub_response
@@ -146,6 +145,12 @@ class Recording:
     logged (logger ``recorder``). With ``strict=True`` the failure raises
     ``RecordingFailed`` instead of the warning (at the call that met it, and
     again when the block ends), for tests and CI; the cassette ends the same.
+
+    A harness that runs agents (replay) changes what the agent meets while it
+    is recorded through ``hooks`` (a ``Hooks``: HTTP answered from a cassette,
+    hosts refused, faults injected, tool results checked, late calls refused,
+    the clocks); the other keywords are the ones a person recording their own
+    agent uses (see ``Hooks`` for the line between them).
     """
 
     playback = False
@@ -163,41 +168,22 @@ class Recording:
         secrets: Secrets | Iterable[str] = (),
         agent_version: str | None = None,
         overwrite: bool = False,
-        source: Playback | None = None,
-        allowed_hosts: Iterable[str] | None = None,
         ignore_hosts: Iterable[str] | None = None,
-        interpose: Callable[[HttpRequest], HttpResponse | None] | None = None,
-        check_result: Callable[[str, Any], None] | None = None,
-        refuse_late: bool = False,
         strict: bool = False,
-        clock: Callable[[], float] = time.perf_counter,
-        wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+        hooks: Hooks | None = None,
     ) -> None:
         self.path = Path(path)
-        self.source = source
-        """When set, HTTP is answered from this cassette (a frozen LLM) and still recorded."""
-        self.allowed_hosts = tuple(sorted(allowed_hosts)) if allowed_hosts is not None else None
-        """When set, HTTP to any other host is refused (sandbox mode) and recorded as an error."""
+        self.hooks = hooks if hooks is not None else Hooks()
+        """What a harness running the agent added (see ``Hooks``); none for a plain recording."""
         self.ignore_hosts = IgnoredHosts(
             DEFAULT_IGNORE_HOSTS if ignore_hosts is None else ignore_hosts
         )
         """Calls to these are not recorded, only counted (see ``recorder._ignore``)."""
         self._ignored: dict[str, int] = {}
         self._channels = IgnoredHosts(())
-        self.interpose = interpose
-        """When set, asked first for every HTTP request: a response it returns is the answer
-        (recorded as usual) and the request goes nowhere (fault injection)."""
-        self.check_result = check_result
-        """When set, called with each recorded tool call's name and result (JSON-ready) before
-        the result is returned: an exception it raises is the call's outcome instead, recorded
-        as its error and raised to the caller (a cap on what the agent is given)."""
-        self.refuse_late = refuse_late
-        """When set, a call made after the recording closed, from a thread or task started in
-        its context (an agent abandoned at its deadline), raises ``RecordingClosed`` instead
-        of going out unrecorded or into another active recording's cassette."""
         self.redaction = redaction or Redaction()
         self.world = world
-        self._secrets = _shared(secrets, source)
+        self._secrets = _shared(secrets, self.hooks.source)
         base = pins if isinstance(pins, Pins) else Pins(user=dict(pins or {}))
         if self._secrets:
             base = base.model_copy(update={"user": self._secrets.scrub_value(base.user)})
@@ -208,8 +194,8 @@ class Recording:
                 "agent_version": agent_version or base.agent_version or git_version(),
             }
         )
-        self._clock = clock
-        self._t0 = clock()
+        self._clock = self.hooks.clock
+        self._t0 = self._clock()
         self._events: list[Event] = []
         self._pending: dict[int, tuple[Done, list[bytes]]] = {}
         self._lock = threading.Lock()
@@ -230,7 +216,7 @@ class Recording:
             fixture_source=fixture_source or (_database_file(world) if world else None),
             redaction=RedactionSpec(**self.redaction.spec()),
             ignore_hosts=list(self.ignore_hosts.entries),
-            started_at=wall_clock().isoformat(),
+            started_at=self.hooks.wall_clock().isoformat(),
             recorder_version=__version__,
         )
         self._header = header
@@ -409,25 +395,27 @@ class Recording:
         if self._channels.entries and self._channels.match(url) is not None:
             return True
         entry = self.ignore_hosts.match(url)
-        if entry is None and self.source is not None:  # what the frozen recording ignored
-            entry = self.source.ignore_hosts.match(url)
+        source = self.hooks.source
+        if entry is None and source is not None:  # what the frozen recording ignored
+            entry = source.ignore_hosts.match(url)
         if entry is None:
             return False
         with self._lock:
             self._ignored[entry] = self._ignored.get(entry, 0) + 1
-        if self.source is not None or self.allowed_hosts is not None:
+        if source is not None or self.hooks.allowed_hosts is not None:
             return EMPTY_SUCCESS
         return True
 
     def check_host(self, url: str) -> None:
-        """Refuse a request to a host outside ``allowed_hosts`` (when set)."""
-        if self.allowed_hosts is None:
+        """Refuse a request to a host outside ``Hooks.allowed_hosts`` (when set)."""
+        allowed = self.hooks.allowed_hosts
+        if allowed is None:
             return
         host = urlsplit(url).hostname or ""
-        if host not in self.allowed_hosts:
+        if host not in allowed:
             shown = self.redaction.redact_url(url, self._secrets)
             self.violation("http", shown, "http")
-            raise SandboxViolation(url=shown, allowed=self.allowed_hosts)
+            raise SandboxViolation(url=shown, allowed=tuple(allowed))
 
     @property
     def events(self) -> tuple[Event, ...]:

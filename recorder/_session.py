@@ -54,7 +54,7 @@ def current_session() -> Session | None:
         FixtureUnsupported: Several sessions are active, none in this context,
             and one of them is a playback: the call must not reach the network.
         RecordingClosed: This context's recording has closed and refuses late
-            calls (``record(..., refuse_late=True)``).
+            calls (``Hooks.refuse_late``).
     """
     if _outside.get():
         return None
@@ -63,7 +63,8 @@ def current_session() -> Session | None:
     if session is not None:
         if session in active:
             return session
-        if getattr(session, "refuse_late", False):  # a thread or task the trial left running
+        hooks = getattr(session, "hooks", None)  # a recording's; a playback has none
+        if hooks is not None and hooks.refuse_late:  # a thread or task the trial left running
             raise RecordingClosed(path=getattr(session, "path", ""))
     if len(active) == 1:
         return active[0]

@@ -77,12 +77,13 @@ def getresponse(stub: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _local(recorder: Recording, request: HttpRequest) -> HttpEvent | None:
     """The answer given here, not by the network: an injected fault, or a frozen LLM's."""
-    if recorder.interpose is not None:
-        injected = recorder.interpose(request)
+    hooks = recorder.hooks
+    if hooks.interpose is not None:
+        injected = hooks.interpose(request)
         if injected is not None:
             return HttpEvent(t=0, duration=0, via=VIA, request=request, response=injected)
-    if recorder.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
-        return recorder.source.respond(request, via=VIA)
+    if hooks.source is not None:  # a frozen LLM: answered from a cassette, recorded anew
+        return hooks.source.respond(request, via=VIA)
     return None
 
 

@@ -229,8 +229,9 @@ class Tool(Generic[P, R]):
         try:
             token = _in_tool.set(True)
             result = self.fn(*args, **kwargs)
-            if session.check_result is not None:
-                session.check_result(self.name, jsonable(result))
+            check = session.hooks.check_result
+            if check is not None:
+                check(self.name, jsonable(result))
         except BaseException as exc:
             session.tool_finished(self.name, arguments, self.writes, start, None, exc, jsonable)
             raise
@@ -248,8 +249,9 @@ class Tool(Generic[P, R]):
         try:
             token = _in_tool.set(True)
             result = await cast(Awaitable[Any], self.fn(*args, **kwargs))
-            if session.check_result is not None:
-                session.check_result(self.name, jsonable(result))
+            check = session.hooks.check_result
+            if check is not None:
+                check(self.name, jsonable(result))
         except BaseException as exc:
             session.tool_finished(self.name, arguments, self.writes, start, None, exc, jsonable)
             raise

@@ -87,7 +87,7 @@ class _Bridge:
         # Called by the stub just before it sends: the start of the exchange.
         self._started[id(vcr_request)] = session.now()
         session.check_host(vcr_request.uri)
-        return session.source is not None  # a frozen LLM: answered by play_response
+        return session.hooks.source is not None  # a frozen LLM: answered by play_response
 
     @property
     def write_protected(self) -> bool:
@@ -103,7 +103,7 @@ class _Bridge:
         if isinstance(local, HttpResponse):  # an ignored host, answered here: not recorded
             return _vcr_response(local.status, local.headers, local.chunks)
         session = current_session()
-        player = session.source if isinstance(session, Recording) else session
+        player = session.hooks.source if isinstance(session, Recording) else session
         assert isinstance(player, Playback)
         request = self._request(vcr_request)
         event = player.respond(request, via=VIA)

@@ -36,6 +36,7 @@ RECORDER = [
     "FixtureUnsupported",
     "Footer",
     "Header",
+    "Hooks",
     "HttpEvent",
     "HttpRequest",
     "HttpResponse",

@@ -298,8 +298,8 @@ class ChildAgent:
 def _ignored(rec: Any) -> set[str]:
     """The hosts the trial ignores (its own list and the frozen recording's)."""
     hosts = set() if rec is None else set(rec.ignore_hosts.hosts)
-    if rec is not None and rec.source is not None:
-        hosts |= rec.source.ignore_hosts.hosts
+    if rec is not None and rec.hooks.source is not None:
+        hosts |= rec.hooks.source.ignore_hosts.hosts
     return hosts
 
 

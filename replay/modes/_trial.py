@@ -11,6 +11,7 @@ from pathlib import Path
 from recorder import (
     Cassette,
     ErrorEvent,
+    Hooks,
     HttpEvent,
     Pins,
     Playback,
@@ -155,15 +156,17 @@ def run_agent(
             pins=Pins(fixture_hash=world.fixture.hash, user=user),
             fixture_source=str(case.fixture),
             overwrite=True,
-            source=source,
             secrets=secrets if secrets is not None else Secrets(plan.secrets),
             redaction=trial_redaction(plan),
-            allowed_hosts=allowed_hosts,
             ignore_hosts=plan.ignore_hosts,
-            interpose=guards.interpose(faults.http if faults is not None else None),
-            check_result=guards.check_result(),
-            refuse_late=True,  # an agent left running past its deadline reaches nothing
             strict=True,  # a trial whose recording failed is an error, never a short cassette
+            hooks=Hooks(
+                source=source,
+                allowed_hosts=None if allowed_hosts is None else tuple(allowed_hosts),
+                interpose=guards.interpose(faults.http if faults is not None else None),
+                check_result=guards.check_result(),
+                refuse_late=True,  # an agent left running past its deadline reaches nothing
+            ),
         ) as rec:
             guards.recording = rec
             if faults is not None:

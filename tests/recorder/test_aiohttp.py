@@ -16,6 +16,7 @@ import pytest
 
 from recorder import (
     FixtureUnsupported,
+    Hooks,
     HttpEvent,
     HttpRequest,
     HttpResponse,
@@ -327,7 +328,7 @@ def test_playback_misses_raise_and_never_reach_the_network(
 
 
 def test_the_sandbox_refuses_other_hosts(cassette_path: Path, server: _Server) -> None:
-    with record(cassette_path, allowed_hosts=["llm.internal"]):
+    with record(cassette_path, hooks=Hooks(allowed_hosts=["llm.internal"])):
         with pytest.raises(SandboxViolation, match="not an allowed endpoint"):
             run(fetch("GET", server.url + "/echo"))
     assert server.seen == []
@@ -350,7 +351,7 @@ def test_a_frozen_llm_answers_from_its_cassette_and_is_recorded_anew(
     with record(first):
         live = run(agent)
     server.shutdown()  # nothing may reach it now
-    with record(second, source=playback(first)):
+    with record(second, hooks=Hooks(source=playback(first))):
         frozen = run(agent)
     assert frozen == live and len(server.seen) == 2
     again = http_events(second)
@@ -367,7 +368,7 @@ def test_interpose_answers_locally_and_is_recorded(cassette_path: Path, server: 
         async with session.get(server.url + "/echo") as r:
             return r.status, await r.text()
 
-    with record(cassette_path, interpose=fault):
+    with record(cassette_path, hooks=Hooks(interpose=fault)):
         assert run(agent) == (503, "down")
     assert server.seen == []
     (event,) = http_events(cassette_path)

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recorder import HttpEvent, SandboxViolation, playback, read_cassette, record
+from recorder import Hooks, HttpEvent, SandboxViolation, playback, read_cassette, record
 from replay.stub_llm import StubLLM
 
 
@@ -53,7 +53,7 @@ def test_playback_answers_an_ignored_host_and_never_misses(cassette_path: Path) 
 
 def test_the_sandbox_answers_an_ignored_host_instead_of_refusing_it(tmp_path: Path) -> None:
     path = tmp_path / "sandbox.cassette"
-    with record(path, allowed_hosts=["127.0.0.1"]), httpx.Client() as client:
+    with record(path, hooks=Hooks(allowed_hosts=["127.0.0.1"])), httpx.Client() as client:
         assert client.post("https://api.smith.langchain.com/runs/batch", json={}).status_code == 200
         with pytest.raises(SandboxViolation):
             client.get("https://example.com/")
@@ -83,7 +83,7 @@ def test_a_frozen_llm_ignores_what_its_recording_ignored(tmp_path: Path) -> None
             chat = client.post(base + "/chat/completions", json={"model": "m"})
     # Replayed with a run that ignores nothing of its own: the recording's list still holds.
     source = playback(first)
-    with record(second, ignore_hosts=(), source=source), httpx.Client() as client:
+    with record(second, ignore_hosts=(), hooks=Hooks(source=source)), httpx.Client() as client:
         assert client.post(url + "/telemetry", json={"span": 2}).status_code == 200
         again = client.post(base + "/chat/completions", json={"model": "m"})
     assert again.json() == chat.json() and source.misses == []
@@ -105,5 +105,5 @@ def test_a_frozen_llm_ignores_what_its_recording_ignored(tmp_path: Path) -> None
 def test_entries_match_host_port_and_path_prefix(
     entry: str, url: str, ignored: bool, cassette_path: Path
 ) -> None:
-    with record(cassette_path, ignore_hosts=[entry], allowed_hosts=["nowhere"]) as rec:
+    with record(cassette_path, ignore_hosts=[entry], hooks=Hooks(allowed_hosts=["nowhere"])) as rec:
         assert (rec.ignored(url) is not False) is ignored

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime as dt
+import inspect
 import threading
 from pathlib import Path
 
@@ -12,8 +15,10 @@ import pytest
 from recorder import (
     CassetteError,
     ErrorEvent,
+    Hooks,
     HttpEvent,
     Pins,
+    Recording,
     ToolEvent,
     playback,
     read_cassette,
@@ -171,7 +176,7 @@ def test_a_response_ending_after_the_block_is_dropped_quietly(cassette_path: Pat
 
 
 def test_a_late_call_from_a_thread_left_running_is_refused_when_asked(tmp_path: Path) -> None:
-    """``refuse_late``: a call from a context the recording was current in, after it closed,
+    """``Hooks.refuse_late``: a call from a context the recording was current in, after it closed,
     raises instead of going out unrecorded or into the other active recording."""
     import contextvars
 
@@ -194,7 +199,7 @@ def test_a_late_call_from_a_thread_left_running_is_refused_when_asked(tmp_path: 
     for refuse in (True, False):
         mine, other = tmp_path / f"mine-{refuse}.cassette", tmp_path / f"other-{refuse}.cassette"
         with httpx.Client(transport=httpx.MockTransport(echo)) as client:
-            with record(mine, refuse_late=refuse):
+            with record(mine, hooks=Hooks(refuse_late=refuse)):
                 left = contextvars.copy_context()  # what a thread started inside would hold
             with record(other):  # another trial's recording, active meanwhile
                 outcomes = left.run(late_calls, client)
@@ -216,7 +221,7 @@ def test_a_late_call_from_a_thread_left_running_is_refused_when_asked(tmp_path: 
 def test_a_checked_result_that_is_refused_is_the_call_s_recorded_error(
     cassette_path: Path,
 ) -> None:
-    """``check_result``: what it raises is the call's outcome, recorded with its error."""
+    """``Hooks.check_result``: what it raises is the call's outcome, recorded with its error."""
     seen: list[tuple[str, object]] = []
 
     def check(name: str, result: object) -> None:
@@ -232,7 +237,7 @@ def test_a_checked_result_that_is_refused_is_the_call_s_recorded_error(
     async def say_async(text: str) -> str:
         return text
 
-    with record(cassette_path, check_result=check):
+    with record(cassette_path, hooks=Hooks(check_result=check)):
         assert say("hi") == {"said": "hi"}
         with pytest.raises(ValueError, match="say: too long"):
             say("a long sentence")
@@ -245,3 +250,30 @@ def test_a_checked_result_that_is_refused_is_the_call_s_recorded_error(
         (None, "say: too long"),
         (None, "say_async: too long"),
     ]
+
+
+def test_record_takes_a_person_s_keywords_and_a_harness_s_hooks_in_one_object() -> None:
+    """Where the line runs between them, and why, is ``Hooks``' docstring."""
+    assert list(inspect.signature(Recording).parameters) == [
+        *("path", "case_id", "trial", "pins", "world", "fixture_source", "redaction"),
+        *("secrets", "agent_version", "overwrite", "ignore_hosts", "strict", "hooks"),
+    ]
+    assert [field.name for field in dataclasses.fields(Hooks)] == [
+        *("source", "allowed_hosts", "interpose", "check_result", "refuse_late"),
+        *("clock", "wall_clock"),
+    ]
+    assert Hooks(allowed_hosts=iter(["b.internal", "a.internal"])).allowed_hosts == (
+        "a.internal",
+        "b.internal",
+    )
+
+
+def test_the_clocks_are_hooks(cassette_path: Path) -> None:
+    ticks = iter(range(100))
+    started = dt.datetime(2024, 7, 1, 12, 0, tzinfo=dt.timezone.utc)
+    hooks = Hooks(clock=lambda: float(next(ticks)), wall_clock=lambda: started)
+    with record(cassette_path, hooks=hooks) as rec:
+        rec.warn("one")
+    cassette = read_cassette(cassette_path)
+    assert cassette.header.started_at == started.isoformat()
+    assert [event.t for event in cassette.events] == [1.0]  # the clock read once at the start

@@ -22,6 +22,7 @@ import requests
 import urllib3
 
 from recorder import (
+    Hooks,
     HttpEvent,
     HttpResponse,
     SandboxViolation,
@@ -393,17 +394,17 @@ def test_local_answers_through_requests(tmp_path: Path, shapes: str) -> None:
     first, frozen = tmp_path / "first.cassette", tmp_path / "frozen.cassette"
     with record(first):
         live = requests.get(shapes + "/").text
-    with record(tmp_path / "sandbox.cassette", allowed_hosts=["llm.internal"]):
+    with record(tmp_path / "sandbox.cassette", hooks=Hooks(allowed_hosts=["llm.internal"])):
         with pytest.raises(SandboxViolation):
             requests.get(shapes + "/")
     (refused,) = _events(tmp_path / "sandbox.cassette")
     assert refused.error is not None and refused.error.type.endswith("SandboxViolation")
-    with record(frozen, source=playback(first)):
+    with record(frozen, hooks=Hooks(source=playback(first))):
         assert requests.get(shapes + "/").text == live
     (again,) = _events(frozen)
     assert again.response is not None and again.response.chunks == [b"ok"]
     fault = HttpResponse(status=503, headers=[("content-type", "text/plain")], chunks=[b"no"])
-    with record(tmp_path / "fault.cassette", interpose=lambda request: fault):
+    with record(tmp_path / "fault.cassette", hooks=Hooks(interpose=lambda request: fault)):
         response = requests.get(shapes + "/")
         assert (response.status_code, response.text) == (503, "no")
     local = HttpResponse(status=200, headers=[], chunks=[b"{}"])
