@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import errno
-import functools
-import logging
-import os
 import sqlite3
-import subprocess
-import threading
-import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,17 +11,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import _session
-from ._capture import ChangeCapture, world_hash
+from ._capture import ChangeCapture
 from ._derive import footer_for
-from ._errors import CassetteError, RecordingFailed, SandboxViolation
+from ._errors import SandboxViolation
 from ._hooks import Hooks
 from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
-from ._reader import Cassette
+from ._provenance import database_file, pins_for
 from ._redact import Redaction, Secrets, scrub_response
 from ._schema import (
     ErrorEvent,
-    ErrorInfo,
-    Event,
     Footer,
     Header,
     HttpEvent,
@@ -36,7 +27,6 @@ from ._schema import (
     HttpResponse,
     Pins,
     RedactionSpec,
-    Stopped,
     ToolEvent,
     UserEvent,
     ViolationEvent,
@@ -44,15 +34,13 @@ from ._schema import (
     WorldDelta,
 )
 from ._sse import stream_ended
+from ._tape import Tape
 from ._turns import Turn, Turns
-from ._writer import CassetteWriter, NoRoom
 
 if TYPE_CHECKING:
     from ._playback import Playback
 
 __version__ = "0.1.0"
-
-_log = logging.getLogger("recorder")
 
 Done = Callable[[list[bytes], BaseException | None, bool], None]
 
@@ -65,62 +53,7 @@ class ToolStart:
     turn: Turn | None
 
 
-def error_info(exc: BaseException, clean: Callable[[str], str] = str) -> ErrorInfo:
-    """Describe an exception for a cassette, passing its texts through ``clean``.
-
-    An exception that stands for a recorded one (offline replay raising a
-    recorded tool error again) carries ``replayed = (type, message)`` and is
-    described as that error, so a replay of a replay records what the first
-    recording did.
-    """
-    cls = type(exc)
-    trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
-    kind, message = f"{cls.__module__}.{cls.__qualname__}", str(exc)
-    replayed = getattr(exc, "replayed", None)
-    if isinstance(replayed, tuple) and len(replayed) == 2:
-        kind, message = str(replayed[0]), str(replayed[1])
-    return ErrorInfo(
-        type=kind,
-        message=clean(message),
-        traceback=clean(trace) if trace else None,
-    )
-
-
-def git_version(cwd: Path | None = None) -> str | None:
-    """Return the git commit of ``cwd`` (with ``-dirty`` if modified), or None.
-
-    Asked once per directory and process: the code a process runs is what it
-    imported, whatever changes on disk later (and it saves two ``git`` runs
-    per trial).
-    """
-    return _git_version(str(Path(cwd).resolve()) if cwd is not None else os.getcwd())
-
-
-@functools.lru_cache(maxsize=16)
-def _git_version(cwd: str) -> str | None:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{commit}-dirty" if dirty else commit or None
-
-
-class Recording:
+class Recording(Tape):
     """One trial being recorded into one cassette. Create it with ``record()``.
 
     Every LLM/HTTP exchange made through httpx, httpx2 (the official OpenAI
@@ -172,7 +105,6 @@ class Recording:
         strict: bool = False,
         hooks: Hooks | None = None,
     ) -> None:
-        self.path = Path(path)
         self.hooks = hooks if hooks is not None else Hooks()
         """What a harness running the agent added (see ``Hooks``); none for a plain recording."""
         self.ignore_hosts = IgnoredHosts(
@@ -181,64 +113,35 @@ class Recording:
         """Calls to these are not recorded, only counted (see ``recorder._ignore``)."""
         self._ignored: dict[str, int] = {}
         self._channels = IgnoredHosts(())
-        self.redaction = redaction or Redaction()
         self.world = world
-        self._secrets = _shared(secrets, self.hooks.source)
-        base = pins if isinstance(pins, Pins) else Pins(user=dict(pins or {}))
-        if self._secrets:
-            base = base.model_copy(update={"user": self._secrets.scrub_value(base.user)})
-        fixture_hash = base.fixture_hash or (world_hash(world) if world is not None else None)
-        self._pins = base.model_copy(
-            update={
-                "fixture_hash": fixture_hash,
-                "agent_version": agent_version or base.agent_version or git_version(),
-            }
-        )
-        self._clock = self.hooks.clock
-        self._t0 = self._clock()
-        self._events: list[Event] = []
+        redaction = redaction or Redaction()
+        seen = _shared(secrets, self.hooks.source)
+        self._pins = pins_for(pins, world, agent_version, seen)
         self._pending: dict[int, tuple[Done, list[bytes]]] = {}
-        self._lock = threading.Lock()
         self._answer: str | None = None
         self._token: Any = None
-        self._closed = False
-        self._closing = False
-        self.strict = strict
-        """When set, a recording that cannot start or go on raises ``RecordingFailed``;
-        otherwise it stops and the agent goes on (see the class's docs)."""
-        self._stopped: Stopped | None = None
-        self._failure: RecordingFailed | None = None
+        self._turns: Turns | None = None
+        self._capture: ChangeCapture | None = None
         header = Header(
             case_id=case_id,
             trial=trial,
             pins=self._pins,
-            fixture_hash=fixture_hash,
-            fixture_source=fixture_source or (_database_file(world) if world else None),
-            redaction=RedactionSpec(**self.redaction.spec()),
+            fixture_hash=self._pins.fixture_hash,
+            fixture_source=fixture_source or (database_file(world) if world else None),
+            redaction=RedactionSpec(**redaction.spec()),
             ignore_hosts=list(self.ignore_hosts.entries),
             started_at=self.hooks.wall_clock().isoformat(),
             recorder_version=__version__,
         )
-        self._header = header
-        self.cassette: Cassette | None = None
-        """The cassette as written, once the recording is closed (no need to read it back);
-        None when the recording could not start, or its file was removed."""
-        self._writer: CassetteWriter | None = None
-        try:
-            self._writer = CassetteWriter(self.path, header, overwrite=overwrite)
-        except CassetteError:
-            raise  # the file exists and may not be replaced: a setting to change
-        except Exception as exc:  # the recording cannot start: the agent runs unrecorded
-            failure = self._stop(exc, "the header")
-            if failure is not None:
-                raise failure from exc
-        else:
-            self._keep_room()
-            if self._failure is not None:  # strict, and no room at the start: no file left
-                self._writer.close(None)
-                self.path.unlink(missing_ok=True)
-                raise self._failure
-        self._turns: Turns | None = None
+        super().__init__(
+            Path(path),
+            header,
+            overwrite=overwrite,
+            strict=strict,
+            redaction=redaction,
+            secrets=seen,
+            clock=self.hooks.clock,
+        )
         # After the writer: if the file cannot be created, the user's connection is untouched.
         try:
             self._capture = ChangeCapture.begin(world) if world is not None else None
@@ -271,11 +174,6 @@ class Recording:
             _session.leave(self, self._token)
         if self._failure is not None and exc is not self._failure:
             raise self._failure  # strict: even when the agent swallowed it
-
-    @property
-    def stopped(self) -> Stopped | None:
-        """Where and why the recording stopped early, or None while it goes on (or went on)."""
-        return self._stopped
 
     # -- what agent code may call --------------------------------------------
 
@@ -350,29 +248,7 @@ class Recording:
         except Exception as exc:  # a footer we cannot derive must not cost the cassette its end
             self.warn(f"could not summarise the trial: {type(exc).__name__}: {exc}")
             footer = Footer(status="error", final_answer=self._answer, pins=self._pins)
-        if self._writer is not None and self._stopped is None and self._writer.removed():
-            gone = FileNotFoundError(errno.ENOENT, "its file was removed while it was recorded")
-            self._stop(gone, None)
-        with self._lock:
-            self._closed = True
-            writer, self._writer = self._writer, None
-            if writer is None:
-                return  # it never started: nothing to close, no cassette
-            if self._stopped is not None:
-                footer = footer.model_copy(update={"stopped": self._stopped})
-            try:
-                writer.close(footer)
-            except Exception as exc:  # the file ends on its last complete event
-                if self._stopped is None:
-                    self._stop(exc, "the footer")
-                assert self._stopped is not None
-                note = self._stopped.describe()
-                cut = f"recording was cut short: {len(self._events)} complete events ({note})"
-                self.cassette = Cassette(self.path, self._header, list(self._events), None, cut)
-                return
-            if self._stopped is not None and self._stopped.error.type == "FileNotFoundError":
-                return  # the cassette is gone: there is none to give
-            self.cassette = Cassette(self.path, self._header, list(self._events), footer, None)
+        self._end(footer)
 
     # -- what interceptors call ----------------------------------------------
 
@@ -416,16 +292,6 @@ class Recording:
             shown = self.redaction.redact_url(url, self._secrets)
             self.violation("http", shown, "http")
             raise SandboxViolation(url=shown, allowed=tuple(allowed))
-
-    @property
-    def events(self) -> tuple[Event, ...]:
-        """The events recorded so far, in order (a snapshot)."""
-        with self._lock:
-            return tuple(self._events)
-
-    def now(self) -> float:
-        """Seconds since recording started."""
-        return self._clock() - self._t0
 
     def track(self, done: Done, chunks: list[bytes]) -> Done:
         """Register a response body in flight; the returned callback fires once.
@@ -541,71 +407,12 @@ class Recording:
             return
         self._append(event)
 
-    def _unrecordable(self, exc: Exception, what: str) -> None:
-        """An event that cannot even be built (a value too deep...): stop as a write would."""
-        with self._lock:
-            if self._closed or self._stopped is not None:
-                return
-            failure = self._stop(exc, what)
-        if failure is not None and not self._closing:
-            raise failure
-
     def _aside(self, delta: WorldDelta, notes: list[str]) -> None:
         """Record changes that belong to no tool call, and notes about the capture."""
         for note in notes:
             self.warn(note)
         if delta:
             self.warn("the world changed outside any tool call", delta)
-
-    def _error(self, exc: BaseException) -> ErrorInfo:
-        return error_info(exc, lambda text: self.redaction.redact_text(text, self._secrets))
-
-    def _append(self, event: Event) -> None:
-        failure: RecordingFailed | None = None
-        with self._lock:
-            if self._closed or self._writer is None or self._stopped is not None:
-                return  # a response that ended after the block, or a recording stopped
-            try:
-                self._writer.write(event)
-            except Exception as exc:  # a full disk, an I/O error, a value msgpack refuses
-                failure = self._stop(exc, _described(event))
-            else:
-                self._events.append(event)
-                failure = self._keep_room()
-        if failure is not None and not self._closing:
-            raise failure
-
-    def _keep_room(self) -> RecordingFailed | None:
-        """Keep room for the footer past the cassette's end; stop when the disk has none."""
-        if self._writer is None:
-            return None
-        try:
-            self._writer.keep_room()
-        except NoRoom as exc:
-            return self._stop(exc, None)
-        return None
-
-    def _stop(self, exc: BaseException, lost: str | None) -> RecordingFailed | None:
-        """Stop recording: note where and why, warn once; return the error to raise if strict.
-
-        The writer stays open for the footer (which carries the note); what comes
-        after is not recorded.
-        """
-        kind = "OSError" if isinstance(exc, NoRoom) else type(exc).__qualname__
-        message = self.redaction.redact_text(str(exc), self._secrets)
-        stopped = Stopped(
-            t=self.now(),
-            events=len(self._events),
-            lost=lost,
-            error=ErrorInfo(type=kind, message=message),
-        )
-        self._stopped = stopped
-        if self.strict:  # raised instead of a warning
-            self._failure = RecordingFailed(stopped.describe(), path=self.path)
-            self._failure.__cause__ = exc
-            return self._failure
-        _log.warning("%s: %s; the agent's run goes on unrecorded", self.path, stopped.describe())
-        return None
 
 
 def _stream_complete(
@@ -614,26 +421,6 @@ def _stream_complete(
     """Whether a response body is whole: an LLM stream's end event, else the transport's word."""
     ended = stream_ended(headers, chunks)
     return read_to_end if ended is None else ended
-
-
-def _described(event: Event) -> str:
-    """Name an event in a note: ``tool refund_order``, ``http POST URL``, ``warning``."""
-    if isinstance(event, ToolEvent):
-        return f"tool {event.name}"
-    if isinstance(event, HttpEvent):
-        return f"http {event.request.method} {event.request.url}"
-    return f"a {event.kind} event"
-
-
-def _database_file(conn: sqlite3.Connection) -> str | None:
-    """The file of a connection's main database (None in memory, or when it cannot say)."""
-    try:
-        for _, name, file in conn.execute("PRAGMA database_list").fetchall():
-            if name == "main":
-                return str(file) or None
-    except sqlite3.Error:
-        return None
-    return None
 
 
 def _shared(secrets: Secrets | Iterable[str], source: Playback | None) -> Secrets:
