@@ -34,8 +34,9 @@ class Registry(Mapping[str, T]):
     - ``names()`` and iteration: built-ins first, then plugins, in registration order.
 
     A plugin is an entry point in the registry's group (``GROUPS``), read on the first
-    lookup or listing: it names the entry itself (registered under the entry point's
-    name, after ``adopt`` checks it), or a module whose import registers its entries.
+    listing or lookup of a name not registered yet (a plugin's import may look up a
+    built-in): it names the entry itself (registered under the entry point's name, after
+    ``adopt`` checks it), or a module whose import registers its entries.
 
     Example:
         ```toml
@@ -87,26 +88,25 @@ class Registry(Mapping[str, T]):
         return list(self._entries)
 
     def __getitem__(self, name: str) -> T:
-        """The entry of ``name``.
+        """The entry of ``name`` (plugins are read when it is not registered yet).
 
         Raises:
             ConfigError: No entry has that name (the message lists the names there are).
         """
-        self.load()
-        try:
-            return self._entries[name]
-        except KeyError:
+        found = self.get(name)
+        if found is None:
             known = ", ".join(self._entries) or "none"
-            raise ConfigError(f"no {self.kind} {name!r}; the {self.kind}s are {known}") from None
+            raise ConfigError(f"no {self.kind} {name!r}; the {self.kind}s are {known}")
+        return found
 
     def get(self, name: str, default: T | None = None) -> T | None:  # type: ignore[override]
         """The entry of ``name``, or ``default``."""
-        self.load()
+        if name not in self._entries:
+            self.load()
         return self._entries.get(name, default)
 
     def __contains__(self, name: object) -> bool:
-        self.load()
-        return name in self._entries
+        return isinstance(name, str) and self.get(name) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
@@ -145,12 +145,18 @@ class Registry(Mapping[str, T]):
             if isinstance(obj, ModuleType):
                 return  # its import registered what it holds
             self.register(point.name, self._adopt(point.name, obj) if self._adopt else obj)
+        except _Broken:
+            raise  # another registry's plugin, loaded by this one's import: said already
         except Exception as exc:  # not found, raises on import, not a kind, a taken name
             what = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
-            raise ConfigError(
+            raise _Broken(
                 f"plugin {_plugin(point)} ({self.group}: {point.name} = {point.value}) is "
                 f"broken: {what}; fix or uninstall it"
             ) from None
+
+
+class _Broken(ConfigError):
+    """A plugin cannot be loaded (the message names it)."""
 
 
 def _plugin(point: EntryPoint) -> str:
