@@ -217,6 +217,7 @@ MODES = [
     "REGISTRY",
     "Agent",
     "Environment",
+    "Guard",
     "Limits",
     "Mode",
     "Prices",

@@ -30,7 +30,7 @@ from ._base import REGISTRY, Mode, register
 from ._drive import Steps, drive, drive_async
 from ._environment import Environment, as_function
 from ._guards import LimitExceeded as LimitExceeded
-from ._guards import Limits
+from ._guards import Guard, Limits
 from ._offline import offline, offline_steps
 from ._plan import (
     NO_LLM_URL,
@@ -76,6 +76,7 @@ __all__ = [
     "REGISTRY",
     "Agent",
     "Environment",
+    "Guard",
     "Limits",
     "Mode",
     "Prices",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import enum
 import inspect
 import json
 import threading
@@ -56,8 +57,19 @@ from recorder import (
 
 from ..surroundings import is_llm_request
 
-GUARDS = ("timeout", "memory", "llm_tokens", "tool_result_chars")
-"""The guard flags a trial may carry, in the words stored and shown."""
+
+class Guard(str, enum.Enum):
+    """A guard flag: which limit of a trial fired, in the word stored and shown."""
+
+    TIMEOUT = "timeout"
+    """The agent ran past its deadline (``--trial-timeout``)."""
+    MEMORY = "memory"
+    """An agent in a process of its own used more memory than allowed (``--trial-memory``)."""
+    LLM_TOKENS = "llm_tokens"
+    """The trial's LLM calls used more tokens than allowed (``--max-llm-tokens``)."""
+    TOOL_RESULT_CHARS = "tool_result_chars"
+    """A tool result was longer than allowed (``--max-tool-result-chars``)."""
+
 
 _PROTOCOL = "mcp:"
 """Recorded calls named ``mcp:SERVER:METHOD`` are a third-party server's protocol
@@ -85,7 +97,8 @@ class LimitExceeded(ReplayError):
     """A limit of the trial fired.
 
     Attributes:
-        guard: Which (``timeout``, ``memory``, ``llm_tokens``, ``tool_result_chars``).
+        guard: Which (a ``Guard``: ``timeout``, ``memory``, ``llm_tokens``,
+            ``tool_result_chars``).
     """
 
     def __init__(self, message: str, *, guard: str) -> None:
@@ -187,8 +200,8 @@ class Guards:
         detail = f"the agent ran past its deadline of {self.limits.timeout:g} s (--trial-timeout)"
         with self._lock:
             self._expired = True
-        self.fire("timeout", detail)
-        return LimitExceeded(detail, guard="timeout")
+        self.fire(Guard.TIMEOUT, detail)
+        return LimitExceeded(detail, guard=Guard.TIMEOUT)
 
     # -- LLM tokens -----------------------------------------------------------
 
@@ -209,7 +222,7 @@ class Guards:
 
     def _refusal(self, request: HttpRequest) -> HttpResponse | None:
         if self._expired:  # (between the deadline and the recording's close)
-            return _refused("timeout", "the trial's deadline has passed (--trial-timeout)")
+            return _refused(Guard.TIMEOUT, "the trial's deadline has passed (--trial-timeout)")
         cap = self.limits.llm_tokens
         if cap is None or not is_llm_request(request):
             return None
@@ -217,7 +230,7 @@ class Guards:
         if used <= cap:
             return None
         detail = self._over(used, cap)
-        return _refused("llm_tokens", f"{detail}: request refused")
+        return _refused(Guard.LLM_TOKENS, f"{detail}: request refused")
 
     def _count(self) -> int:
         """The tokens the trial's LLM calls reported so far (counting the new ones only)."""
@@ -235,7 +248,7 @@ class Guards:
 
     def _over(self, used: int, cap: int) -> str:
         detail = f"the trial's LLM calls used {used} tokens, more than its {cap} (--max-llm-tokens)"
-        self.fire("llm_tokens", detail)
+        self.fire(Guard.LLM_TOKENS, detail)
         return detail
 
     def settle(self) -> None:
@@ -274,8 +287,8 @@ class Guards:
                     f"tool {name} returned {size} characters (as JSON), more than the trial's "
                     f"cap of {cap} (--max-tool-result-chars): not given to the agent"
                 )
-                self.fire("tool_result_chars", detail)
-                raise LimitExceeded(detail, guard="tool_result_chars")
+                self.fire(Guard.TOOL_RESULT_CHARS, detail)
+                raise LimitExceeded(detail, guard=Guard.TOOL_RESULT_CHARS)
 
         return check
 
@@ -288,9 +301,10 @@ def _done_within(outcome: Future[Any], seconds: float) -> bool:
     return True
 
 
-def _refused(guard: str, message: str) -> HttpResponse:
+def _refused(guard: Guard, message: str) -> HttpResponse:
     """An LLM API error answering a request a guard refused (read by any SDK as a failure)."""
     text = f"agent-replay: {message}"
-    body = {"type": "error", "error": {"type": "limit_exceeded", "code": guard, "message": text}}
+    error = {"type": "limit_exceeded", "code": guard.value, "message": text}
+    body = {"type": "error", "error": error}
     headers = [("content-type", "application/json"), ("x-should-retry", "false")]
     return HttpResponse(status=403, headers=headers, chunks=[json.dumps(body).encode()])
