@@ -3,7 +3,8 @@
 Private: use what ``replay`` exports.
 """
 
-from ._html import cassette_html, run_html
+from ._html import cassette_html
+from ._run_page import run_html
 from ._server import ViewServer, view
 from ._terminal import (
     console,

@@ -1,7 +1,7 @@
-"""The HTML viewer: one self-contained page for a run or a cassette (no network, no templates).
+"""The HTML viewer's parts: a page, its tables and curves, a cassette's transcript and page.
 
 Every piece of recorded text goes through `_e` (``html.escape``): cassettes hold
-arbitrary model output.
+arbitrary model output. A run's page is ``_run_page``'s.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +23,7 @@ from recorder import (
     read_cassette,
 )
 
-from ..results import (
-    CaseReport,
-    CauseGroup,
-    GradeRow,
-    Interval,
-    Store,
-    TrialRow,
-    build_report,
-    diff_cassettes,
-    step_numbers,
-    worst_first,
-)
+from ..results import Interval, Store, diff_cassettes, step_numbers
 from ._transcript import (
     Step,
     delta_lines,
@@ -46,12 +34,6 @@ from ._transcript import (
     usage_text,
 )
 
-_EAGER = 50
-"""How many failing trials a run's page shows open; every other trial's body stays inert
-text (a ``<script type="text/html">``) until its ``<details>`` is first opened, so that a
-page of 1,000 trials loads without building every transcript's DOM."""
-
-_ORDER = {"fail": 0, "unsupported": 1, "error": 2, "unknown": 3, "pass": 4}
 _SIGNS = {"+": "inserted", "-": "deleted", "~": "updated"}
 
 _CSS = """
@@ -374,230 +356,3 @@ def compare_html(a: Cassette, b: Cassette, label_a: str, label_b: str) -> str:
             _table(["A answered", "B answered"], [[_pre("", x or "(none)") for x in diff.answers]])
         )
     return "".join(out)
-
-
-def _anchor(case: int, idx: int) -> str:
-    """The id of the ``case``-th case section's trial ``idx`` (on its ``<summary>``)."""
-    return f"case-{case}-trial-{idx}"
-
-
-def _trial(
-    row: TrialRow, grades: list[GradeRow], view: str, compare: str, eager: bool, anchor: str
-) -> str:
-    """One trial as ``<details>``: open with its body if ``eager``, else closed and inert."""
-    verdict = row["verdict"]
-    given, taken = row.get("input_tokens"), row.get("output_tokens")
-    known = given is not None and taken is not None
-    tokens = f"{(given or 0) + (taken or 0)} tokens" if known else "tokens unknown"
-    guards = row.get("guards") or []
-    hit = f' <span class="guard">limit hit: {_e(", ".join(guards))}</span>' if guards else ""
-    head = (
-        f"{_e(row['case_id'])} trial {_e(row['idx'])} {_badge(verdict)}{hit} "
-        f'<span class="meta">{_e(row.get("steps") or 0)} steps, {tokens}, '
-        f"{_num(row.get('latency'))} s</span>"
-    )
-    rows = [
-        [
-            _e(g["grader"]),
-            _badge(g["verdict"]),
-            _num(g["score"]) + (" (veto)" if g.get("veto") else ""),
-            "<br>".join(_e(line) for line in g["evidence"]) or '<span class="meta">-</span>',
-        ]
-        for g in grades
-    ]
-    misses = "".join(
-        f'<div class="miss"><b>unsupported: nearest recorded call</b><pre>{_e(line)}</pre></div>'
-        for g in grades
-        if g["grader"] == "replay"
-        for line in g["evidence"]
-    )
-    cause = "".join(
-        f'<div class="cause"><b>{_e(row["cause"])}</b>: {_e(line)}</div>'
-        for line in (row.get("cause_detail") or [])
-        if row.get("cause")
-    )
-    body = cause + _table(["grader", "verdict", "score", "evidence"], rows, "grades") + misses
-    body += compare + view
-    return (
-        f'<details class="trial trial-{_e(verdict)}"{" open" if eager else ""}>'
-        f'<summary id="{_e(anchor)}">{head}</summary>'
-        f"{body if eager else _inert(body)}</details>"
-    )
-
-
-def _case_table(cases: list[CaseReport]) -> str:
-    """The sortable per-case table: each cell carries its sort key in ``data-v``.
-
-    A pass^k column for the largest k a case reaches, when some case reaches k > 1 (none
-    when no case has two graded trials: every one error or unsupported, or k = 1).
-    """
-    kmax = max((c.metrics.counts.n for c in cases), default=0)
-    heads = [
-        "case",
-        "suite",
-        "n",
-        "c",
-        "pass^1",
-        "interval",
-        *([f"pass^{kmax}"] if kmax > 1 else []),
-    ]
-    ths = "".join(f"<th>{_e(h)}</th>" for h in heads)
-    rows = []
-    for i, case in enumerate(cases):
-        counts, hat = case.metrics.counts, case.metrics.pass_hat
-        cells = [
-            (case.case_id, f'<a href="#case-{i}">{_e(case.case_id)}</a>'),
-            (case.suite, _e(case.suite)),
-            (counts.n, str(counts.n)),
-            (counts.c, str(counts.c)),
-            (hat.get(1, -1), _num(hat.get(1))),
-            (
-                case.metrics.pass1_ci[0] if case.metrics.pass1_ci else -1,
-                _span(case.metrics.pass1_ci),
-            ),
-            *([(hat.get(kmax, -1), _num(hat.get(kmax)))] if kmax > 1 else []),
-            (
-                sum(counts.verdicts.values()) - counts.c,
-                " ".join(f"{_badge(v)} {n}" for v, n in counts.verdicts.items() if n),
-            ),
-        ]
-        rows.append("".join(f'<td data-v="{_e(k)}">{c}</td>' for k, c in cells))
-    return (
-        f'<table class="sortable" id="cases"><thead><tr>{ths}<th>verdicts</th></tr></thead>'
-        f"<tbody><tr>{'</tr><tr>'.join(rows)}</tr></tbody></table>"
-    )
-
-
-@dataclass
-class _Pages:
-    """What one run's page shares across its cases.
-
-    Each distinct cassette is read and rendered once; ``eager`` counts down the failing
-    trials that may still be shown open.
-    """
-
-    store: Store
-    eager: int = _EAGER
-    closed: int = 0
-    """Failing trials shown closed, past the first ``_EAGER``."""
-    cassettes: dict[str, Cassette | str] = field(default_factory=dict)
-    transcripts: dict[str, str] = field(default_factory=dict)
-
-    def load(self, path: str | None) -> Cassette | str:
-        if not path:
-            return _load(path, self.store)
-        if path not in self.cassettes:
-            self.cassettes[path] = _load(path, self.store)
-        return self.cassettes[path]
-
-    def view(self, path: str | None) -> str:
-        key = path or ""
-        if key not in self.transcripts:
-            cassette = self.load(path)
-            self.transcripts[key] = (
-                transcript_html(cassette)
-                if isinstance(cassette, Cassette)
-                else f'<p class="note">{_e(cassette)}</p>'
-            )
-        return self.transcripts[key]
-
-
-def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, pages: _Pages) -> str:
-    out = [f'<h2 id="case-{i}">case {_e(case.case_id)}</h2>']
-    if case.failures:
-        lines = "".join(f"<li>{n} &times; {_e(line)}</li>" for line, n in case.failures)
-        out.append(f"<p>failed because:</p><ul>{lines}</ul>")
-    if case.guards:
-        fired = ", ".join(f"{_e(guard)} in {n}" for guard, n in case.guards.items())
-        out.append(f'<p class="guard">limits hit: {fired} (error trials)</p>')
-    trials = sorted(trials, key=lambda t: (_ORDER.get(t["verdict"], 3), t["idx"]))
-    passing = [(t["idx"], pages.load(t["cassette"])) for t in trials if t["verdict"] == "pass"]
-    good = [(idx, c) for idx, c in passing if isinstance(c, Cassette)][:1]
-    for t in trials:
-        cassette, compare = pages.load(t["cassette"]), ""
-        if isinstance(cassette, Cassette) and good and t["verdict"] != "pass":
-            label = f"trial {t['idx']} ({t['verdict']})"
-            compare = compare_html(cassette, good[0][1], label, f"trial {good[0][0]} (pass)")
-        eager = t["verdict"] != "pass" and pages.eager > 0
-        pages.eager -= eager
-        pages.closed += t["verdict"] != "pass" and not eager
-        view = pages.view(t["cassette"])
-        anchor = _anchor(i, t["idx"])
-        out.append(_trial(t, grades.get(t["idx"], []), view, compare, eager, anchor))
-    return "".join(out)
-
-
-def _causes(groups: list[CauseGroup], sections: dict[str, int]) -> str:
-    """The trials that did not pass by primary cause: counts, then each cause's trials linked."""
-    groups = [g for g in groups if g.count]
-    if not groups:
-        return '<h2>failures by cause</h2><p class="meta" id="causes">no trial failed</p>'
-    rows = [[_e(g.name), str(g.count)] for g in groups]
-    out = ["<h2>failures by cause</h2>", _table(["cause", "trials"], rows, "causes")]
-    for group in groups:
-        items = "".join(
-            f'<li><a class="to-trial" href="#{_anchor(sections[t.case_id], t.idx)}">'
-            f"{_e(t.case_id)}#{t.idx}</a> {_e(t.detail)}</li>"
-            for t in group.trials
-        )
-        out.append(
-            f'<div class="cause-group" data-cause="{_e(group.name)}">'
-            f"<h3>{_e(group.name)} ({group.count})</h3><ul>{items}</ul></div>"
-        )
-    return f'<div id="causes">{"".join(out)}</div>'
-
-
-def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
-    """The whole page for a stored run (``replay report RUN --html``), intervals at ``confidence``.
-
-    Its summary, the trials that did not pass by primary cause (each linked to the trial),
-    the per-case table worst first, then each case's trials.
-
-    Raises:
-        ConfigError: No such run in the store.
-    """
-    report = build_report(store, name, confidence=confidence)
-    suite = report.suite
-    graded = len(report.cases) - len(suite.excluded)
-    ks = [k for k in sorted(suite.pass_hat) if suite.cases_used.get(k, 0) == graded]
-    totals = ", ".join(f"{_e(v)} {n}" for v, n in suite.totals.items() if n) or "no trials"
-    if ks:
-        top = ks[-1]
-        totals += f"; pass^1 {_num(suite.pass_hat[1])} {_span(suite.pass_hat_ci.get(1))}, "
-        totals += f"pass^{top} {_num(suite.pass_hat[top])} {_span(suite.pass_hat_ci.get(top))}, "
-        totals += f"pass@{top} {_num(suite.pass_at[top])} {_span(suite.pass_at_ci.get(top))}"
-        if suite.pass1_se is not None and suite.pass1_se_naive is not None:
-            totals += (
-                f'</p><p class="meta" id="intervals">{suite.confidence:.0%} intervals: '
-                f"{_e(suite.method)}; pass^1 standard error {suite.pass1_se:.3f} clustered by "
-                f"case ({suite.pass1_se_naive:.3f} if every trial were independent)"
-            )
-    pins = [[_e(k), _e(_json(v))] for k, v in report.pins.items()]
-    cases = worst_first(report.cases)
-    sections = {c.case_id: i for i, c in enumerate(cases)}
-    out = [
-        f'<h1>run {_e(name)}</h1><h2>summary</h2><p id="totals"><b>trials:</b> {totals}</p>',
-        f'<div class="flex">{_table(["pin", "value"], pins, "pins")}<div id="curves">',
-        curves_svg(
-            {k: suite.pass_at[k] for k in ks},
-            {k: suite.pass_hat[k] for k in ks},
-            {"pass@k": suite.pass_at_ci, "pass^k": suite.pass_hat_ci},
-        ),
-        f"</div></div>{_causes(report.causes, sections)}<h2>cases</h2>{_case_table(cases)}",
-    ]
-    trials: dict[str, list[TrialRow]] = {}
-    grades: dict[str, dict[int, list[GradeRow]]] = {}
-    for row in store.trials(name):
-        trials.setdefault(row["case_id"], []).append(row)
-    for g in store.grades(name):
-        grades.setdefault(g["case_id"], {}).setdefault(g["idx"], []).append(g)
-    pages = _Pages(store)
-    for i, c in enumerate(cases):
-        out.append(_case_section(i, c, trials.get(c.case_id, []), grades.get(c.case_id, {}), pages))
-    if pages.closed:
-        out.insert(
-            1,
-            f'<p class="meta">{pages.closed} more trials that did not pass start closed: '
-            f"only the first {_EAGER} start open</p>",
-        )
-    return _page(f"run {name}", "".join(out))

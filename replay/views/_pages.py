@@ -24,7 +24,8 @@ from ..results import (
     compare_runs,
     suite_metrics,
 )
-from ._html import _badge, _e, _load, _num, _page, _table, run_html, transcript_html
+from ._html import _badge, _e, _load, _num, _page, _table, transcript_html
+from ._run_page import run_html
 
 _WORST = {"fail": 0, "error": 1, "unsupported": 2, "unknown": 3, "pass": 4}
 """Trials that did not pass come first in a run's list of trial pages."""
