@@ -1,7 +1,8 @@
 """The ``replay`` command: a click group, and the one place errors become lines.
 
 Every ``ReplayError`` (and a bad option value) becomes ``error: <message>``
-on stderr and ``ExitCode.BAD_INPUT``; anything else is a bug and keeps its
+on stderr and ``ExitCode.BAD_INPUT``, the settings it names (```agent.entry```) as
+the options that fill them (``--agent``); anything else is a bug and keeps its
 traceback. Each command parses its options, calls one public function of
 ``replay`` and renders what it returns.
 """
@@ -33,6 +34,7 @@ from . import (
     stub_llm,
     view,
 )
+from .run_options import flags
 
 
 class _Group(click.Group):
@@ -40,7 +42,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ReplayError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {flags(str(exc))}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
         except click.UsageError as exc:  # a bad option value: one line too, not the usage block
             click.echo(f"error: {exc.format_message()}", err=True)

@@ -3,10 +3,12 @@
 Walls are Linux namespaces through bubblewrap (``_isolation``), a seccomp
 filter with a supervisor (``_seccomp``), forwarders to the trial's endpoints
 (``_forward``); a zygote imports the agent once and forks a child per trial
-(``_zygote``, ``_child``); ``_command`` is the agent as the runner sees it.
+(``_zygote``, ``_child``); ``_command`` is the agent as the runner sees it; ``_choice``
+chooses where a run's agents go when asked for ``auto``.
 """
 
+from ._choice import choose_isolation
 from ._command import AgentCommand, ChildAgent
-from ._isolation import allowed_host, require, unavailable
+from ._isolation import allowed_host, unavailable
 
-__all__ = ["AgentCommand", "ChildAgent", "allowed_host", "require", "unavailable"]
+__all__ = ["AgentCommand", "ChildAgent", "allowed_host", "choose_isolation", "unavailable"]

@@ -117,13 +117,6 @@ if not fds:
 """Fork a child under the filter and take its listener, as the forwarder does."""
 
 
-def require() -> None:
-    """Raise ``ConfigError`` unless isolation can run here."""
-    why = unavailable()
-    if why is not None:
-        raise ConfigError(f"--isolation process is unavailable: {why}; use --isolation none")
-
-
 class Sink(Protocol):
     """Where the walls report what they refused (a trial's ``Recording``)."""
 

@@ -29,18 +29,18 @@ class Mode:
     """One way to run a trial.
 
     Attributes:
-        name: What ``--mode`` calls it.
+        name: What ``RunSpec.mode`` (``replay run --mode``) calls it.
         summary: One line for ``--help`` and the README.
         channels: What each channel does (``llm``, ``tools``, ``http``, ``user``,
             ``world``): the mode's row of the channel table.
         steps: Runs a trial of a plan as steps (see ``_drive``).
-        runs_agent: The agent runs (it needs ``--agent`` and ``--tools``, may meet
+        runs_agent: The agent runs (it needs ``agent.entry`` and ``agent.tools``, may meet
             injected faults and a simulated user); else only graders run.
         llm: The LLM sources it takes, its default first (empty: no LLM is called).
         recorded: When it needs a recorded trial: always (``required``), for the
             channels that answer from one (``for-frozen``), or ``never``.
         per_recording: Its trials are the recorded ones (one per cassette), not
-            ``--trials`` new ones per case.
+            ``trials`` new ones per case.
         records: Its cassettes are recordings to replay later (the pytest
             plugin writes them where a test's cassette lives).
     """
@@ -55,8 +55,9 @@ class Mode:
     per_recording: bool = False
     records: bool = False
     walled: bool = False
-    """``--isolation auto`` (the default) puts its agent behind walls where the machine
-    can (``replay.agents._isolation``), and runs it in this process where it cannot."""
+    """``AgentSettings(isolation="auto")`` (``replay run``'s default) puts its agent behind
+    walls where the machine can (``replay.agents.choose_isolation``), and runs it in this
+    process where it cannot."""
 
     @property
     def default_llm(self) -> LlmSource | None:
@@ -73,7 +74,7 @@ class Mode:
             return self.default_llm
         if asked not in self.llm:
             raise ConfigError(
-                f"{self.name} mode takes --llm {' or '.join(self.llm)}, not {asked!r}"
+                f"{self.name} mode takes `llm.source` {' or '.join(self.llm)}, not {asked!r}"
             )
         return asked
 
@@ -99,7 +100,7 @@ REGISTRY: Registry[Mode] = Registry("mode", GROUPS["modes"], _mode)
 
 
 def register(mode: Mode) -> Mode:
-    """Add ``mode``: ``--mode NAME`` then runs it.
+    """Add ``mode``: ``RunSpec(mode=NAME)`` (``--mode NAME``) then runs it.
 
     Raises:
         ConfigError: Another mode has its name (``REGISTRY.unregister`` it first to replace it).

@@ -72,7 +72,7 @@ class TrialPlan:
         model: Model id the agent is asked to use (``env.model``).
         settings: Everything else the agent is given (``env.settings``).
         allow_env: Variables named like secrets the agent may still see (sandbox).
-        allow_hosts: ``host:port`` the agent may reach besides the LLM (sandbox).
+        allow_hosts: ``(host, port)`` the agent may reach besides the LLM (sandbox).
         ignore_hosts: Hosts the trial's cassette ignores (None: the default list).
         faults: This trial's fault injector.
         user: The simulated user of a multi-turn case.
@@ -104,7 +104,7 @@ class TrialPlan:
     model: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     allow_env: Sequence[str] = ()
-    allow_hosts: Sequence[str] = ()
+    allow_hosts: Sequence[tuple[str, int]] = ()
     ignore_hosts: Sequence[str] | None = None
     faults: FaultInjector | None = None
     user: UserChannel | None = None

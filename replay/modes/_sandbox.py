@@ -43,7 +43,7 @@ def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult
     env = environment(
         tools, dispatcher(tools), plan.faults, url, plan.model, plan.settings, plan.user, servers
     )
-    allowed = {h.rpartition(":")[0] for h in plan.allow_hosts}
+    allowed = {host for host, _ in plan.allow_hosts}
     allowed |= {"localhost"} if "127.0.0.1" in allowed else set()  # (as it was given)
     hosts = (urlsplit(url).hostname or "", *sorted(allowed)) if watched else None
     with hidden_secrets(plan.allow_env) if watched else contextlib.nullcontext():
@@ -107,7 +107,7 @@ def sandbox_steps(
     settings: Mapping[str, Any] | None = None,
     frozen: Cassette | None = None,
     allow_env: Iterable[str] = (),
-    allow_hosts: Iterable[str] = (),
+    allow_hosts: Iterable[tuple[str, int]] = (),
     prices: Prices | None = None,
     world: World | None = None,
     judge: Judge | None = None,
@@ -123,7 +123,7 @@ def sandbox_steps(
     As steps (see ``replay.modes``); ``sandbox`` runs them here. The LLM is
     ``llm_base_url``, or answers from ``frozen``. Environment variables named
     like secrets are hidden from the agent unless listed in ``allow_env``; HTTP
-    reaches the LLM's host and the hosts of ``allow_hosts`` (``host:port``) only.
+    reaches the LLM's host and the hosts of ``allow_hosts`` (``(host, port)``) only.
     With a ``judge``, the case's rubric is judged; its calls are recorded
     beside ``out`` (``<name>.judge.cassette``). ``limits`` (a deadline, caps on
     LLM tokens and tool results) make the trial an ``error`` when one fires.

@@ -9,6 +9,7 @@ from ._backend import BACKENDS
 from ._check import check_case
 from ._runner import execute
 from ._spec import (
+    SETTINGS,
     AgentSettings,
     ExecutorSettings,
     FaultSettings,
@@ -28,6 +29,7 @@ for _name, _backend in (  # --help's order
 
 __all__ = [
     "BACKENDS",
+    "SETTINGS",
     "AgentSettings",
     "ExecutorSettings",
     "FaultSettings",

@@ -24,7 +24,7 @@ from typing import Any
 from recorder import ConfigError, Secrets, __version__, holds_events, patched, read_header
 
 from .. import graders
-from ..agents import require as require_isolation
+from ..agents import choose_isolation
 from ..cases import Case, load_case
 from ..graders import Judge
 from ..mcp import McpServer
@@ -33,7 +33,8 @@ from ..results import Store, calibrated_judges, why_not_passed
 from ..surroundings import LLM_KINDS, Fault, parse_faults
 from ..worlds import load_fixture
 from ._backend import Backend, backend
-from ._spec import RunSpec, hide_server, hide_settings
+from ._spec import RunSpec
+from ._stored import hide_server, hide_settings
 from ._work import Done, Job, Work, blob, failed, sweep_scratch
 
 
@@ -100,7 +101,7 @@ def execute(
     if not spec.cases:
         raise ConfigError("no case files given")
     if spec.trials < 1:
-        raise ConfigError(f"--trials must be at least 1 (got {spec.trials})")
+        raise ConfigError(f"`trials` must be at least 1 (got {spec.trials})")
     cases = [load_case(p) for p in spec.cases]
     seen: dict[str, str] = {}
     for case in cases:
@@ -111,13 +112,13 @@ def execute(
     llm = mode.llm_source(spec.llm.source)
     if mode.runs_agent and llm == "live" and not spec.llm.url:
         raise ConfigError(
-            f"{mode.name} with a live LLM needs --llm-url (the endpoint the agent uses)"
+            f"{mode.name} with a live LLM needs `llm.url` (the endpoint the agent uses)"
         )
     faults = parse_faults(spec.faults.faults)
     if faults and not mode.runs_agent:  # (a case's own faults are moot: no agent runs)
         raise ConfigError(f"faults are injected where the agent runs, not in {mode.name}")
-    caps = {"--max-llm-tokens": spec.agent.max_llm_tokens}
-    caps["--max-tool-result-chars"] = spec.agent.max_tool_result_chars
+    caps = {"`agent.max_llm_tokens`": spec.agent.max_llm_tokens}
+    caps["`agent.max_tool_result_chars`"] = spec.agent.max_tool_result_chars
     if not mode.runs_agent and (given := [name for name, cap in caps.items() if cap]):
         raise ConfigError(f"{' and '.join(given)}: caps on the agent, moot in {mode.name}")
     jobs = _jobs(spec, mode, cases)
@@ -129,12 +130,20 @@ def execute(
     judge = _judge(spec, cases, store)
     if mode.runs_agent and (not (spec.agent.entry or spec.agent.command) or not spec.agent.tools):
         raise ConfigError(
-            f"{mode.name} mode needs --agent MOD:FN (or --agent-cmd PROGRAM) and --tools MOD:FN"
+            f"{mode.name} mode needs `agent.entry` MOD:FN (or `agent.command` PROGRAM) and "
+            "`agent.tools` MOD:FN"
         )
     if spec.agent.entry and spec.agent.command:
-        raise ConfigError("give the agent as --agent MOD:FN or as --agent-cmd PROGRAM, not both")
-    if spec.agent.isolation == "process" and mode.runs_agent:
-        require_isolation()
+        raise ConfigError(
+            "give the agent as `agent.entry` MOD:FN or as `agent.command` PROGRAM, not both"
+        )
+    isolation, unwalled = choose_isolation(spec.agent.isolation, mode)  # auto: for this mode
+    spec = dataclasses.replace(spec, agent=dataclasses.replace(spec.agent, isolation=isolation))
+    if unwalled is not None:
+        if on_warning is None:
+            warnings.warn(unwalled, stacklevel=2)
+        else:
+            on_warning(unwalled)
     if spec.executor.kind == "local":  # fail early; on a cluster the code may live on workers only
         for named in (spec.agent.entry if mode.runs_agent else None, spec.agent.tools):
             if named:
@@ -348,12 +357,13 @@ def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
     if not spec.judge.url:
         if judged:
             raise ConfigError(
-                f"case {', '.join(judged)} has a rubric: give --judge-url URL --judge-model "
-                "MODEL (an OpenAI-compatible endpoint), or --no-judge to skip rubric grading"
+                f"case {', '.join(judged)} has a rubric: give `judge.url` URL `judge.model` "
+                "MODEL (an OpenAI-compatible endpoint), or `judge.enabled=False` to skip rubric "
+                "grading"
             )
         return None
     if not spec.judge.model:
-        raise ConfigError("--judge-url needs --judge-model (the judge model to ask for)")
+        raise ConfigError("`judge.url` needs `judge.model` (the judge model to ask for)")
     return Judge(
         spec.judge.url,
         spec.judge.model,
@@ -367,16 +377,16 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
     talking = [c for c in cases if c.user is not None] if mode.runs_agent else []
     frozen_user = spec.user.source == "frozen" and bool(talking)
     if frozen_user and mode.recorded == "never":
-        raise ConfigError(f"{mode.name} mode talks with a live user only: give --user live")
+        raise ConfigError(f"{mode.name} mode talks with a live user only: give `user.source=live`")
     if mode.needs_recorded(llm, frozen_user) and not spec.cassettes:
         if mode.recorded == "required":
-            raise ConfigError(f"{mode.name} mode needs --cassettes DIR (the recorded trials)")
+            raise ConfigError(f"{mode.name} mode needs `cassettes` DIR (the recorded trials)")
         source = "LLM" if llm == "frozen" else "user"
-        raise ConfigError(f"a frozen {source} needs --cassettes to answer from")
+        raise ConfigError(f"a frozen {source} needs `cassettes` to answer from")
     if talking and spec.user.source == "live" and not (spec.user.url or spec.llm.url):
         raise ConfigError(
-            f"case {talking[0].id!r} talks with a simulated user: give --user-url URL "
-            "(or --llm-url), or --user frozen with --cassettes"
+            f"case {talking[0].id!r} talks with a simulated user: give `user.url` URL "
+            "(or `llm.url`), or `user.source=frozen` with `cassettes`"
         )
     jobs = []
     damaged: dict[Path, str] = {}

@@ -1,6 +1,6 @@
 """What defines a run, grouped by what it sets: ``RunSpec`` and its settings.
 
-A run's spec is stored with it (``Store.start_run``) so that ``--resume``
+A run's spec is stored with it (``Store.start_run``) so that resuming it
 continues it exactly; it carries its version, and ``RunSpec.from_stored``
 reads a spec stored by an earlier version (the flat spec of version 1, the
 version 2 spec without MCP servers, the version 3 spec without caps) or
@@ -10,17 +10,25 @@ refuses one from a later version, saying so.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from recorder import PLACEHOLDER, ConfigError, Redaction, Secrets
 
+from ..agents import allowed_host
 from ..mcp import McpServer
 from ..modes import Limits
 from ..results import MIN_AGREEMENT, MIN_LABELS
-from ..surroundings import SECRET_WORDS
+from ._stored import (
+    grouped,
+    hide_server,
+    hide_settings,
+    hide_url,
+    secret_args,
+    secret_named,
+    stored_server,
+)
 
 SPEC_VERSION = 5
 """1: one flat record of 30 fields; 2: grouped into agent, LLM, judge, user, faults, executor;
@@ -44,52 +52,50 @@ class AgentSettings:
     model: str | None = None
     """The model id the agent is asked to use (``env.model``)."""
     settings: dict[str, Any] = field(default_factory=dict)
-    """Everything else it is given (``--set``: ``env.settings``)."""
+    """Everything else it is given (``env.settings``)."""
     allow_env: list[str] = field(default_factory=list)
     """Environment variables named like secrets it may still see (sandbox)."""
     mcp_servers: dict[str, McpServer] = field(default_factory=dict)
     """Third-party MCP servers it uses, by name (``env.mcp_servers``); a stored
     server (its fields as a dict) is read back as an ``McpServer``."""
     command: list[str] | None = None
-    """Or the agent as a program (``--agent-cmd``): instruction on stdin, answer on
-    stdout, the trial's addresses in its environment (``replay.AgentCommand``)."""
-    isolation: Literal["none", "process"] = "none"
+    """Or the agent as a program: instruction on stdin, answer on stdout, the trial's
+    addresses in its environment (``replay.AgentCommand``)."""
+    isolation: Literal["auto", "none", "process"] = "none"
     """Where the agent runs: ``process``, inside walls (its own network, processes and
     a read-only filesystem); ``none``, a program as a plain child, a Python agent in
-    the harness's process."""
+    the harness's process; ``auto``, ``process`` for a mode that asks for walls where
+    this machine can build them (``execute`` warns when it cannot), else ``none``."""
     timeout: float = 600.0
-    """Seconds the agent may run in a trial, wherever it runs (``--trial-timeout``)."""
+    """Seconds the agent may run in a trial, wherever it runs."""
     memory_mb: int | None = None
-    """Megabytes an agent in a process of its own may hold, its processes together
-    (``--trial-memory``)."""
-    allow_hosts: list[str] = field(default_factory=list)
-    """``host:port`` a sandboxed agent may reach besides its endpoints (``--allow-host``)."""
+    """Megabytes an agent in a process of its own may hold, its processes together."""
+    allow_hosts: list[tuple[str, int]] = field(default_factory=list)
+    """``(host, port)`` a sandboxed agent may reach besides its endpoints
+    (``replay.agents.allowed_host`` reads ``HOST[:PORT]``); stored as ``host:port``."""
     max_llm_tokens: int | None = None
-    """Input plus output tokens a trial's LLM calls may use (``--max-llm-tokens``)."""
+    """Input plus output tokens a trial's LLM calls may use."""
     max_tool_result_chars: int | None = None
-    """Characters of one tool result, as JSON, the agent may be given
-    (``--max-tool-result-chars``)."""
+    """Characters of one tool result, as JSON, the agent may be given."""
 
     def limits(self) -> Limits:
         """What each trial may use (``TrialPlan.limits``)."""
         return Limits(self.timeout, self.max_llm_tokens, self.max_tool_result_chars)
 
+    @property
+    def resolved_isolation(self) -> Literal["none", "process"]:
+        """``isolation`` once ``auto`` is chosen (``execute`` chooses before any trial runs).
+
+        Raises:
+            ValueError: It is still ``auto``.
+        """
+        if self.isolation == "auto":
+            raise ValueError("isolation 'auto' is chosen by execute (replay.agents.isolation)")
+        return self.isolation
+
     def __post_init__(self) -> None:
         servers = {name: _server(given) for name, given in self.mcp_servers.items()}
         object.__setattr__(self, "mcp_servers", servers)
-
-
-def stored_server(server: McpServer) -> dict[str, Any]:
-    """A server's fields, JSON-ready (sequences as lists, mappings as dicts)."""
-    return {f.name: _plain(getattr(server, f.name)) for f in fields(server)}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _server(given: McpServer | Mapping[str, Any]) -> McpServer:
@@ -128,7 +134,7 @@ class JudgeSettings:
     min_agreement: float = MIN_AGREEMENT
     """Agreement with those labels a judge must exceed before its grades count."""
     enabled: bool = True
-    """False: skip rubric grading even where cases have a rubric (``--no-judge``)."""
+    """False: skip rubric grading even where cases have a rubric."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,7 @@ class UserSettings:
     """Its OpenAI-compatible endpoint (default: the LLM's ``url``)."""
     model: str = "user-sim"
     timeout: float = 60.0
-    """Seconds each of its answers may take in all (``--user-timeout``)."""
+    """Seconds each of its answers may take in all."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,8 @@ class FaultSettings:
 class ExecutorSettings:
     """Where and how many trials run (see ``replay.runs._backend``)."""
 
-    kind: Literal["local", "ray", "dask"] = "local"
+    kind: str = "local"
+    """A registered backend (``local``, ``ray``, ``dask``, or an installed plugin's)."""
     workers: int = 1
     """Worker processes (local), Ray actors or Dask workers; 1 locally: this process."""
     concurrency: int = 1
@@ -176,9 +183,9 @@ class RedactionSettings:
     """What the trials' cassettes redact besides the defaults (see ``recorder.Redaction``)."""
 
     tool_paths: list[str] = field(default_factory=list)
-    """``TOOL.args.PATH`` or ``TOOL.result.PATH`` replaced in tool calls (``--redact-tool``)."""
+    """``TOOL.args.PATH`` or ``TOOL.result.PATH`` replaced in tool calls."""
     secret_env: list[str] = field(default_factory=list)
-    """Environment variables whose values are scrubbed from everything (``--secret-env``)."""
+    """Environment variables whose values are scrubbed from everything."""
 
     def redaction(self) -> Redaction:
         """The recorder's redaction (raises ``ConfigError`` for a path that is not one)."""
@@ -217,9 +224,9 @@ class RunSpec:
 
         Secrets are what the run's cassettes scrub (``secrets``): URL credentials
         and secret query values of the LLM, judge, user and MCP server URLs,
-        settings (``--set``) and MCP server variables named like secrets, values
-        following a secret-named option in an MCP server's command. ``--resume``
-        takes them again from the command line (``restored``).
+        ``agent.settings`` and MCP server variables named like secrets, values
+        following a secret-named option in an MCP server's command. Resuming the
+        run takes them again (``restored``). Allowed hosts are stored as ``host:port``.
         """
         stored = asdict(self)
         agent, seen = stored["agent"], Secrets(self.secrets())
@@ -227,13 +234,14 @@ class RunSpec:
             stored[group][key] = hide_url(stored[group][key])
         agent["settings"] = hide_settings(agent["settings"])
         agent["mcp_servers"] = {n: hide_server(v) for n, v in agent["mcp_servers"].items()}
+        agent["allow_hosts"] = [f"{host}:{port}" for host, port in self.agent.allow_hosts]
         return dict(seen.scrub_value(stored))
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         """The values every cassette of the run scrubs (``recorder.record(secrets=)``).
 
-        Those of the stored spec hides, and the values of the ``--allow-env`` and
-        ``--secret-env`` variables in ``environ`` (default: this process's).
+        Those of the stored spec hides, and the values of the ``agent.allow_env`` and
+        ``redaction.secret_env`` variables in ``environ`` (default: this process's).
         """
         environ = os.environ if environ is None else environ
         seen = Secrets()
@@ -245,7 +253,7 @@ class RunSpec:
         values = [str(v) for k, v in self.agent.settings.items() if secret_named(k)]
         for server in self.agent.mcp_servers.values():
             values += [v for k, v in server.env.items() if secret_named(k)]
-            values += _secret_args(server.command)
+            values += secret_args(server.command)
         names = [*self.agent.allow_env, *self.redaction.secret_env]
         values += [environ[name] for name in names if environ.get(name)]
         for value in values:
@@ -254,20 +262,25 @@ class RunSpec:
         return sorted(seen.values())
 
     def missing_secrets(self) -> list[str]:
-        """The options whose secrets a spec read back lacks (``to_stored`` hid them)."""
+        """The settings whose secrets a spec read back lacks (``to_stored`` hid them).
+
+        Each as a message names it: ```llm.url```, ```agent.settings` api_key=...``.
+        """
         missing = [
-            f"--{group}-url"
+            f"`{group}.url`"
             for group, url in (("llm", self.llm.url), ("judge", self.judge.url))
             if url and PLACEHOLDER in url
         ]
         if self.user.url and PLACEHOLDER in self.user.url:
-            missing.append("--user-url")
-        missing += [f"--set {k}=..." for k, v in self.agent.settings.items() if v == PLACEHOLDER]
+            missing.append("`user.url`")
+        hidden = [k for k, v in self.agent.settings.items() if v == PLACEHOLDER]
+        missing += [f"`agent.settings` {k}=..." for k in hidden]
         for name, server in self.agent.mcp_servers.items():
-            hidden = [k for k, v in server.env.items() if v == PLACEHOLDER]
-            missing += [f"--mcp-server {name}=... --mcp-env {name}:{k}=..." for k in hidden]
+            servers = f"`agent.mcp_servers` {name}=..."
+            envs = [k for k, v in server.env.items() if v == PLACEHOLDER]
+            missing += [f"{servers} `agent.mcp_servers.env` {name}:{k}=..." for k in envs]
             if PLACEHOLDER in (server.url or "") or any(PLACEHOLDER in a for a in server.command):
-                missing.append(f"--mcp-server {name}=...")
+                missing.append(servers)
         return missing
 
     def restored(
@@ -279,7 +292,7 @@ class RunSpec:
         settings: Mapping[str, Any] | None = None,
         mcp_servers: Mapping[str, McpServer] | None = None,
     ) -> RunSpec:
-        """This spec (read back from the store) with the secrets given again for ``--resume``.
+        """This spec (read back from the store) with the secrets given again, to resume it.
 
         Each value given must be the one the run was started with, secrets aside.
 
@@ -287,16 +300,12 @@ class RunSpec:
             ConfigError: A value differs from the run's, or a secret is still missing.
         """
         spec = self
-        for option, given, group in (
-            ("--llm-url", llm_url, "llm"),
-            ("--judge-url", judge_url, "judge"),
-            ("--user-url", user_url, "user"),
-        ):
+        for given, group in ((llm_url, "llm"), (judge_url, "judge"), (user_url, "user")):
             if given is None:
                 continue
             held = getattr(spec, group)
             if hide_url(given) != held.url:
-                raise ConfigError(f"{option} is not the run's ({held.url}): give the same URL")
+                raise ConfigError(f"`{group}.url` is not the run's ({held.url}): give the same URL")
             spec = replace(spec, **{group: replace(held, url=given)})
         agent = spec.agent
         if settings:
@@ -304,7 +313,7 @@ class RunSpec:
             for key, value in settings.items():
                 if hide_settings({key: value}) != {key: merged.get(key)}:
                     raise ConfigError(
-                        f"--set {key} is not the run's: give the value it started with"
+                        f"`agent.settings` {key} is not the run's: give the value it started with"
                     )
                 merged[key] = value
             agent = replace(agent, settings=merged)
@@ -322,7 +331,7 @@ class RunSpec:
             raise ConfigError(
                 f"run {spec.name!r} was started with secrets that are not stored: give "
                 + ", ".join(missing)
-                + " again with --resume"
+                + " again to resume it"
             )
         return spec
 
@@ -340,11 +349,14 @@ class RunSpec:
                 f"{version}; this one reads up to {SPEC_VERSION}): resume it with that version"
             )
         if version == 1:
-            data = _grouped(data)
+            data = grouped(data, _GROUPS)
         groups = {name: dict(data.get(name) or {}) for name in _GROUPS}
         prices = groups["llm"].get("prices")
         if isinstance(prices, dict):  # JSON made the price pairs lists
             groups["llm"]["prices"] = {m: tuple(p) for m, p in prices.items()}
+        hosts = groups["agent"].get("allow_hosts")
+        if isinstance(hosts, list):  # stored as host:port
+            groups["agent"]["allow_hosts"] = [allowed_host(h) for h in hosts]
         try:
             built = {name: _GROUPS[name](**values) for name, values in groups.items()}
             return cls(**{**data, **built, "version": SPEC_VERSION})
@@ -353,82 +365,26 @@ class RunSpec:
                 f"the stored spec of run {data.get('name')!r} is unreadable: {exc}"
             ) from None
 
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> RunSpec:
+        """A spec from settings by name (``SETTINGS``: ``name``, ``agent.entry``...).
 
-def secret_named(name: str) -> bool:
-    """Whether a setting, variable or option is named like a secret.
+        Those not given take their defaults (``name``, ``cases`` and ``mode`` have none).
 
-    One of its words is ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD`` (or ``APIKEY``,
-    ``PASSWD``...).
-
-    Words, not substrings: ``api_key``, ``--auth-token``, ``githubToken`` are secrets;
-    ``max_tokens`` and ``keyword`` are not.
-    """
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    words = {w.upper() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w}
-    return bool(words & _SECRET_NAME_WORDS)
-
-
-_SECRET_NAME_WORDS = {*SECRET_WORDS, "APIKEY", "PASSWD", "PWD", "CREDENTIAL", "CREDENTIALS"}
-
-
-def hide_url(url: str | None) -> str | None:
-    """A URL as stored: credentials and secret query values replaced by ``[REDACTED]``.
-
-    (Again on a URL it gave, it gives the same: a resumed run's URL compares equal.)
-    """
-    if not url:
-        return url
-    parts = _AUTHORITY.match(url)
-    if parts is None:
-        return Redaction().redact_url(url)
-    head, authority, tail = parts.groups()
-    clean = Redaction().redact_url(head + authority.rpartition("@")[2] + tail)
-    if "@" not in authority:
-        return clean
-    return clean[: len(head)] + f"{PLACEHOLDER}@" + clean[len(head) :]
-
-
-_AUTHORITY = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#]*)(.*)", re.S)
-
-
-def hide_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings as stored: the values of secret-named keys replaced."""
-    return {k: PLACEHOLDER if secret_named(k) else v for k, v in settings.items()}
-
-
-def hide_server(server: McpServer | Mapping[str, Any]) -> dict[str, Any]:
-    """An MCP server as stored: URL credentials, secret-named variables and options hidden."""
-    stored = stored_server(server) if isinstance(server, McpServer) else dict(server)
-    stored["url"] = hide_url(stored.get("url"))
-    stored["env"] = hide_settings(stored.get("env") or {})
-    stored["command"] = _hidden_args(list(stored.get("command") or ()))
-    return stored
-
-
-def _secret_args(command: Sequence[str]) -> list[str]:
-    """Values of secret-named options in a command: ``--api-key X``, ``--token=X``."""
-    return [value for _, value, _ in _secret_options(command) if value != PLACEHOLDER]
-
-
-def _hidden_args(command: list[str]) -> list[str]:
-    """A command with the values of its secret-named options replaced."""
-    for at, _, inline in _secret_options(command):
-        command[at] = f"{command[at].partition('=')[0]}={PLACEHOLDER}" if inline else PLACEHOLDER
-    return command
-
-
-def _secret_options(command: Sequence[str]) -> list[tuple[int, str, bool]]:
-    """Each secret-named option's value: where it is, the value, and whether inline (``=``)."""
-    found = []
-    for i, arg in enumerate(command):
-        name, eq, value = arg.partition("=")
-        if not name.startswith("-") or not secret_named(name):
-            continue
-        if eq and value:
-            found.append((i, value, True))
-        elif not eq and i + 1 < len(command) and not command[i + 1].startswith("-"):
-            found.append((i + 1, command[i + 1], False))
-    return found
+        Raises:
+            ValueError: A name is not a setting.
+        """
+        top: dict[str, Any] = {}
+        groups: dict[str, dict[str, Any]] = {name: {} for name in _GROUPS}
+        for name, value in settings.items():
+            if name not in SETTINGS:
+                raise ValueError(f"no setting {name!r}; the settings are {', '.join(SETTINGS)}")
+            group, dot, key = name.partition(".")
+            if dot:
+                groups[group][key] = value
+            else:
+                top[name] = value
+        return cls(**top, **{name: _GROUPS[name](**values) for name, values in groups.items()})
 
 
 _GROUPS: dict[str, Any] = {
@@ -441,45 +397,18 @@ _GROUPS: dict[str, Any] = {
     "redaction": RedactionSettings,
 }
 
-_FLAT = {  # version 1's field -> (group, field) in version 2
-    "agent": ("agent", "entry"),
-    "tools": ("agent", "tools"),
-    "model": ("agent", "model"),
-    "settings": ("agent", "settings"),
-    "allow_env": ("agent", "allow_env"),
-    "llm": ("llm", "source"),
-    "llm_url": ("llm", "url"),
-    "ignore_hosts": ("llm", "ignore_hosts"),
-    "default_ignore": ("llm", "default_ignore"),
-    "prices": ("llm", "prices"),
-    "judge_url": ("judge", "url"),
-    "judge_model": ("judge", "model"),
-    "judge_timeout": ("judge", "timeout"),
-    "judge_min_labels": ("judge", "min_labels"),
-    "judge_min_agreement": ("judge", "min_agreement"),
-    "user": ("user", "source"),
-    "user_url": ("user", "url"),
-    "user_model": ("user", "model"),
-    "faults": ("faults", "faults"),
-    "fault_seed": ("faults", "seed"),
-    "executor": ("executor", "kind"),
-    "workers": ("executor", "workers"),
-    "concurrency": ("executor", "concurrency"),
-    "ray_address": ("executor", "ray_address"),
-    "ship": ("executor", "ship"),
-    "dask_address": ("executor", "dask_address"),
-}
+
+def _defaults(cls: Any, prefix: str = "") -> dict[str, Any]:
+    found = {}
+    for f in fields(cls):
+        if not prefix and f.name in _GROUPS:
+            found.update(_defaults(_GROUPS[f.name], f"{f.name}."))
+        elif f.name != "version":
+            factory = f.default_factory
+            found[prefix + f.name] = f.default if factory is MISSING else factory()
+    return found
 
 
-def _grouped(flat: dict[str, Any]) -> dict[str, Any]:
-    """A version-1 (flat) spec in version 2's groups."""
-    out: dict[str, Any] = {name: {} for name in _GROUPS}
-    for key, value in flat.items():
-        if key == "no_judge":
-            out["judge"]["enabled"] = not value
-        elif key in _FLAT:
-            group, name = _FLAT[key]
-            out[group][name] = value
-        else:
-            out[key] = value
-    return out
+SETTINGS: dict[str, Any] = _defaults(RunSpec)
+"""Every setting of a spec by name (``trials``, ``agent.entry``...), with its default
+(``dataclasses.MISSING``: none). Errors name settings so, in backticks: ```agent.entry```."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
-from ..agents import AgentCommand, ChildAgent, allowed_host
+from ..agents import AgentCommand, ChildAgent
 from ..cases import Case
 from ..graders import Cause, Judge, Verdict
 from ..modes import (
@@ -171,12 +171,12 @@ def blob(fixture: Fixture) -> Blob:
 def _agent(spec: RunSpec) -> Any:
     """The run's agent: its function, or its program (``--agent-cmd``)."""
     settings = spec.agent
-    hosts = tuple(allowed_host(h) for h in settings.allow_hosts)
+    hosts = tuple(settings.allow_hosts)
     if settings.command:
         return AgentCommand(
             tuple(settings.command),
             settings.timeout,
-            settings.isolation,
+            settings.resolved_isolation,
             settings.memory_mb,
             allow_hosts=hosts,
             allow_env=tuple(settings.allow_env),

@@ -63,16 +63,16 @@ def test_the_stored_spec_holds_no_secret_and_says_which_to_give_again(
     assert [name for name, value in SECRETS.items() if value in stored] == []
     assert set(SECRETS.values()) <= set(spec.secrets())
     back = RunSpec.from_stored(json.loads(stored))
-    assert back.missing_secrets() == [
-        "--llm-url",
-        "--judge-url",
-        "--user-url",
-        "--set api_key=...",
-        "--mcp-server remote=...",
-        "--mcp-server local=... --mcp-env local:SERVICE_TOKEN=...",
-        "--mcp-server local=...",
+    assert back.missing_secrets() == [  # the settings (replay run says its options)
+        "`llm.url`",
+        "`judge.url`",
+        "`user.url`",
+        "`agent.settings` api_key=...",
+        "`agent.mcp_servers` remote=...",
+        "`agent.mcp_servers` local=... `agent.mcp_servers.env` local:SERVICE_TOKEN=...",
+        "`agent.mcp_servers` local=...",
     ]
-    with pytest.raises(ConfigError, match="--llm-url, --judge-url"):
+    with pytest.raises(ConfigError, match=r"give `llm\.url`, `judge\.url`"):
         back.restored()
     again = back.restored(
         llm_url=spec.llm.url,
@@ -86,9 +86,9 @@ def test_the_stored_spec_holds_no_secret_and_says_which_to_give_again(
 
 def test_a_value_given_again_must_be_the_runs() -> None:
     back = RunSpec.from_stored(_spec().to_stored())
-    with pytest.raises(ConfigError, match="--llm-url is not the run's"):
+    with pytest.raises(ConfigError, match=r"`llm\.url` is not the run's"):
         back.restored(llm_url="http://u:x@127.0.0.1:9/v1")
-    with pytest.raises(ConfigError, match="--set temperature is not the run's"):
+    with pytest.raises(ConfigError, match=r"`agent\.settings` temperature is not the run's"):
         back.restored(settings={"temperature": 1})
 
 
