@@ -33,7 +33,7 @@ class OnDask(Backend):
             from distributed import Client, LocalCluster
         except ImportError:
             raise ConfigError(
-                "--executor dask needs Dask: pip install 'agent-replay[dask]'"
+                "`executor.kind=dask` needs Dask: pip install 'agent-replay[dask]'"
             ) from None
         self._cluster = None
         if spec.executor.dask_address:

@@ -67,7 +67,9 @@ class OnRay(Backend):
         try:
             import ray
         except ImportError:
-            raise ConfigError("--executor ray needs Ray: pip install 'agent-replay[ray]'") from None
+            raise ConfigError(
+                "`executor.kind=ray` needs Ray: pip install 'agent-replay[ray]'"
+            ) from None
         self._ray = ray
         self._started = False
         if not ray.is_initialized():

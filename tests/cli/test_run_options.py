@@ -64,6 +64,7 @@ def test_each_option_defaults_to_its_settings_default() -> None:
             "--mcp-server local=... --mcp-env local:TOKEN=...",
         ),
         ("`agent.settings` api_key=...", "--set api_key=..."),
+        ("`executor.kind=ray` needs Ray", "--executor ray needs Ray"),
         (
             "see `replay report r`, `no.such` and `out`",
             "see `replay report r`, `no.such` and `out`",
