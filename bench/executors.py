@@ -211,7 +211,7 @@ def _harness(
     execute(spec, store, on_trial=functools.partial(_first, first))
     ended = time.perf_counter()
     startup = max(0.0, (first[0] if first else ended) - started - CALLS * LATENCY)
-    passed = sum(t["verdict"] == "pass" for t in store.trials(name))
+    passed = sum(t.passed for t in store.trials(name))
     shown = f"{executor}, walled" if walled else executor
     return Point(agent, shown, trials, passed, ended - started - startup, startup, concurrency)
 

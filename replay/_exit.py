@@ -6,13 +6,13 @@ from collections.abc import Iterable
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from .graders import AGENT_CAUSES
+from .graders import AGENT_CAUSES, Cause, Verdict
 
 if TYPE_CHECKING:
     from .modes import TrialResult
     from .results import RunReport
 
-_AGENTS: frozenset[str | None] = frozenset(AGENT_CAUSES)
+_AGENTS: frozenset[Cause | None] = frozenset(Cause(cause) for cause in AGENT_CAUSES)
 """Causes of an ``error`` trial that are the agent's doing: it raised, or ran past a limit."""
 
 
@@ -67,7 +67,10 @@ class ExitCode(IntEnum):
 
     @classmethod
     def of_verdicts(
-        cls, trials: Iterable[tuple[str, str | None]], *, grader_errors_fail: bool = False
+        cls,
+        trials: Iterable[tuple[Verdict | str, Cause | str | None]],
+        *,
+        grader_errors_fail: bool = False,
     ) -> ExitCode:
         """The status of judged trials, each a ``(verdict, cause)`` pair.
 
@@ -76,24 +79,24 @@ class ExitCode(IntEnum):
         else ``INCOMPLETE`` when some trial is an ``error`` of another cause
         (``harness``, ``server``, ``user``, or none: a grader erred),
         ``unsupported`` or ``unknown``; else ``OK`` (every trial passes, or
-        there are none). Verdicts and causes may be strings or
-        ``replay.graders`` enums. ``grader_errors_fail``: an ``error`` no cause
+        there are none). Verdicts and causes are ``replay.graders`` enums, or
+        their names. ``grader_errors_fail``: an ``error`` no cause
         explains (a grader raised) is ``FAILED`` too, where the graders are what
         is checked (``replay check-cases``).
         """
         incomplete = False
         blamed = _AGENTS | {None} if grader_errors_fail else _AGENTS
-        for verdict, cause in trials:
-            verdict, cause = getattr(verdict, "value", verdict), getattr(cause, "value", cause)
-            if verdict == "fail" or (verdict == "error" and cause in blamed):
+        for name, named in trials:
+            verdict, cause = Verdict(name), None if named is None else Cause(named)
+            if verdict is Verdict.FAIL or (verdict is Verdict.ERROR and cause in blamed):
                 return cls.FAILED
-            incomplete = incomplete or verdict != "pass"
+            incomplete = incomplete or verdict is not Verdict.PASS
         return cls.INCOMPLETE if incomplete else cls.OK
 
     @classmethod
     def of_report(cls, report: RunReport) -> ExitCode:
         """The status of a run's trials (``replay run``): ``of_verdicts`` over ``report.trials``."""
-        return cls.of_verdicts((t["verdict"], t["cause"]) for t in report.trials)
+        return cls.of_verdicts((t.verdict, t.cause) for t in report.trials)
 
     @classmethod
     def of_results(

@@ -122,12 +122,12 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
         )  # fmt: skip
     replay("report", "webhook", "--store", store)
     results = Store(store)
-    errors = [(r, t) for r in results.runs() for t in results.trials(r) if t["verdict"] == "error"]
+    errors = [(r, t) for r in results.runs() for t in results.trials(r) if t.verdict == "error"]
     if errors:
         run, first = errors[0]
         print(
             f"demo: {len(errors)} trial(s) are errors, which the demo has none of; the first, "
-            f"{run} {first['case_id']}#{first['idx']}: {first['cause_detail'][:1]}",
+            f"{run} {first.case_id}#{first.idx}: {list(first.cause_detail[:1])}",
             file=sys.stderr,
         )
         raise SystemExit(1)

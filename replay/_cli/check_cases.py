@@ -8,7 +8,7 @@ import click
 
 from recorder import ConfigError
 from replay import ExitCode, check_case, load_callable, load_case
-from replay.graders import resolve
+from replay.graders import Verdict, resolve
 
 
 @click.command("check-cases")
@@ -44,9 +44,9 @@ def check_cases(cases: tuple[Path, ...], tools: str) -> None:
             click.echo(f"{case.id}: no reference solution")
             continue
         results.append(result)
-        verdict = result.outcome.verdict.value
-        click.echo(f"{case.id}: {verdict}")
-        if verdict != "pass":
+        verdict = result.outcome.verdict
+        click.echo(f"{case.id}: {verdict.value}")
+        if verdict is not Verdict.PASS:
             for line in result.outcome.evidence:
                 click.echo(f"  {line}")
     codes = [ExitCode.of_results([r], grader_errors_fail=True) for r in results]

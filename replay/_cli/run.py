@@ -95,7 +95,7 @@ def run(**given: Any) -> None:
         stored = results.run(name)
         if stored is None:
             raise ConfigError(f"no run {name!r} to resume in {results.path}")
-        spec = RunSpec.from_stored(stored["spec"]).restored(  # its secrets, given again
+        spec = RunSpec.from_stored(dict(stored.spec)).restored(  # its secrets, given again
             llm_url=values["llm.url"],
             judge_url=values["judge.url"],
             user_url=values["user.url"],

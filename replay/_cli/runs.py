@@ -5,11 +5,12 @@ from __future__ import annotations
 import fnmatch
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
 
-from replay import Store
+from replay import RunSummary, Store
 
 from ..results import DEFAULT_PATH
 from ..views import console
@@ -50,22 +51,22 @@ def runs(
     found = [
         r
         for r in results.run_summaries()
-        if (pattern is None or fnmatch.fnmatchcase(r["name"], pattern))
-        and (mode is None or r["mode"] == mode)
-        and not (unfinished and r["finished"])
+        if (pattern is None or fnmatch.fnmatchcase(r.name, pattern))
+        and (mode is None or r.mode == mode)
+        and not (unfinished and r.finished)
     ]
     if as_json:
-        click.echo(json.dumps(found, indent=2))
+        click.echo(json.dumps([_json(r) for r in found], indent=2))
         return
     table = Table("run", "mode", "started", "finished", "trials", "verdicts", title_justify="left")
     for r in found:
-        verdicts = ", ".join(f"{v} {n}" for v, n in r["verdicts"].items())
+        verdicts = ", ".join(f"{v.value} {n}" for v, n in r.verdicts.items())
         table.add_row(
-            r["name"],
-            r["mode"] or "-",
-            r["started"] or "-",
-            r["finished"] or "not finished",
-            str(r["trials"]),
+            r.name,
+            r.mode or "-",
+            r.started or "-",
+            r.finished or "not finished",
+            str(r.trials),
             verdicts or "-",
         )
     out = console()
@@ -73,3 +74,15 @@ def runs(
         out.print(table)
     else:
         out.print(f"no run{' matches' if pattern or mode or unfinished else ''} in {results.path}")
+
+
+def _json(run: RunSummary) -> dict[str, Any]:
+    """A run as ``--json`` lists it."""
+    return {
+        "name": run.name,
+        "mode": run.mode,
+        "started": run.started,
+        "finished": run.finished,
+        "trials": run.trials,
+        "verdicts": {verdict.value: n for verdict, n in run.verdicts.items()},
+    }

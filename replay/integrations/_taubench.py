@@ -18,7 +18,6 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from recorder import (
     Cassette,
@@ -35,15 +34,17 @@ from recorder import (
     write_cassette,
 )
 
+from ..cases import Suite
+from ..graders import Verdict
 from ..modes import cassette_name
-from ..results import Store
+from ..results import GradeRecord, Store, TrialRecord, TrialUsage
 from ..runs import RunSpec
 from ._domains import DOMAINS
 from ._taufile import TauCall, TauTrial, load_trajectories, names_from_file
 
 GRADER = "tau-bench"
 """Name of the grade each imported trial carries: tau-bench's recorded reward."""
-SUITE = "capability"
+SUITE = Suite.CAPABILITY
 LLM_URL = "https://api.openai.com/v1/chat/completions"
 """Where the imported LLM calls are said to go: tau-bench called OpenAI's API."""
 WRITE_TOOLS = frozenset(
@@ -160,8 +161,7 @@ def import_tau_bench_trajectories(
     }
     results.start_run(run, spec, pins)
     for trial, target in zip(chosen, targets, strict=True):
-        row, grade = _rows(trial, target, domain)
-        results.add_trial(run, row, [grade])
+        results.add_trial(run, _record(trial, target, domain))
     results.finish_run(run)
     return TauBenchImport(
         run=run,
@@ -243,31 +243,22 @@ def _write(
     write_cassette(target, header, events, footer)
 
 
-def _rows(trial: TauTrial, cassette: Path, domain: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    verdict = "pass" if trial.passed else "fail"
-    row = {
-        "case_id": _case_id(domain, trial),
-        "idx": trial.index,
-        "suite": SUITE,
-        "verdict": verdict,
-        "score": trial.reward,
-        "cassette": str(cassette.resolve()),
-        "steps": sum(isinstance(s, int) for s in trial.steps),
-        # Unknown (the file holds no usage, timings or costs): NULL, not a made-up 0.
-        "input_tokens": None,
-        "output_tokens": None,
-        "latency": None,
-        "cost": None,
-        "tags": json.dumps(["tau-bench"]),
-    }
-    grade = {
-        "grader": GRADER,
-        "verdict": verdict,
-        "score": trial.reward,
-        "veto": 0,
-        "evidence": json.dumps([_evidence(trial)]),
-    }
-    return row, grade
+def _record(trial: TauTrial, cassette: Path, domain: str) -> TrialRecord:
+    verdict = Verdict.PASS if trial.passed else Verdict.FAIL
+    grade = GradeRecord(GRADER, verdict, trial.reward, evidence=(_evidence(trial),))
+    return TrialRecord(
+        case_id=_case_id(domain, trial),
+        idx=trial.index,
+        suite=SUITE,
+        verdict=verdict,
+        score=trial.reward,
+        cassette=str(cassette.resolve()),
+        # Tokens, latency and cost unknown (the file holds no usage, timings or costs):
+        # NULL, not a made-up 0.
+        usage=TrialUsage(steps=sum(isinstance(s, int) for s in trial.steps)),
+        tags=("tau-bench",),
+        grades=(grade,),
+    )
 
 
 def _evidence(trial: TauTrial) -> str:

@@ -1,4 +1,4 @@
-"""Results: the store, metrics, report, gate, suite health, comparisons, judge calibration.
+"""Results: the store and its records, metrics, report, gate, suite health, comparisons, judges.
 
 Private: use what ``replay`` exports.
 """
@@ -10,7 +10,7 @@ from ._calibration import (
     calibrated_judges,
     judge_agreement,
 )
-from ._causes import CauseGroup, FailedTrial, FailureCause, why_not_passed
+from ._causes import CauseGroup, FailedTrial
 from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
 from ._gate import GateCheck, GateResult, Thresholds, gate, write_junit
 from ._health import MIN_TRIALS, SATURATED, HealthFlag, graduate, suite_health
@@ -34,6 +34,15 @@ from ._paired import (
     diff_runs,
 )
 from ._plan import FigurePlan, Plan, PlanRow, plan
+from ._record import (
+    FailureCause,
+    GradeRecord,
+    LabelRecord,
+    RunRecord,
+    RunSummary,
+    TrialRecord,
+    TrialUsage,
+)
 from ._report import CaseReport, RunReport, build_report, report_json, worst_first
 from ._stats import (
     Interval,
@@ -48,7 +57,7 @@ from ._stats import (
     trial_variance,
     wilson_interval,
 )
-from ._store import DEFAULT_PATH, GradeRow, Store, TrialRow
+from ._store import DEFAULT_PATH, Store
 
 __all__ = [
     "DEFAULT_PATH",
@@ -69,20 +78,24 @@ __all__ = [
     "FigurePlan",
     "GateCheck",
     "GateResult",
-    "GradeRow",
+    "GradeRecord",
     "HealthFlag",
     "Interval",
     "JudgeAgreement",
+    "LabelRecord",
     "NoiseFloor",
     "PairedFigure",
     "Plan",
     "PlanRow",
     "RunComparison",
+    "RunRecord",
     "RunReport",
+    "RunSummary",
     "Store",
     "SuiteMetrics",
     "Thresholds",
-    "TrialRow",
+    "TrialRecord",
+    "TrialUsage",
     "benjamini_hochberg",
     "build_report",
     "calibrated_judges",
@@ -111,7 +124,6 @@ __all__ = [
     "suite_metrics",
     "trial_variance",
     "two_proportion_test",
-    "why_not_passed",
     "wilson_interval",
     "worst_first",
     "write_junit",

@@ -20,6 +20,7 @@ from typing import Any
 
 from recorder import ConfigError
 
+from ..graders import Verdict
 from ._store import Store
 
 MIN_LABELS = 20
@@ -42,7 +43,7 @@ class Agreement:
     """Judge grades given (any verdict)."""
     unknown: int
     """Of which ``unknown``."""
-    pairs: tuple[tuple[str, str], ...]
+    pairs: tuple[tuple[Verdict, Verdict], ...]
     """(judge, human) verdicts where both said pass or fail."""
 
     @property
@@ -77,7 +78,7 @@ class Agreement:
         return self.labels >= min_labels and agreement is not None and agreement > min_agreement
 
 
-def cohen_kappa(pairs: Iterable[tuple[str, str]]) -> float | None:
+def cohen_kappa(pairs: Iterable[tuple[Verdict | str, Verdict | str]]) -> float | None:
     """Cohen's kappa for two raters: (p_o - p_e) / (1 - p_e)."""
     pairs = list(pairs)
     if not pairs:
@@ -93,30 +94,36 @@ def cohen_kappa(pairs: Iterable[tuple[str, str]]) -> float | None:
     return (observed - expected) / (1.0 - expected)
 
 
+_GRADED = (Verdict.PASS, Verdict.FAIL)
+"""The verdicts a judge and a human are compared on."""
+
+
 def agreements(store: Store, run: str | None = None) -> list[Agreement]:
     """Each judge's record per dimension, over one run or (None) every run in the store."""
-    labels: dict[tuple[str, str, int], dict[str, str]] = {}
+    labels: dict[tuple[str, str, int], dict[str, Verdict]] = {}
     for label in store.labels(run):
-        key = (label["run"], label["case_id"], label["idx"])
-        labels.setdefault(key, {})[label["dimension"]] = label["verdict"]
-    judged: dict[tuple[str, str, str], list[tuple[str, str | None]]] = {}
-    for grade in store.grades(run):
-        meta = grade["meta"]
-        if not grade["grader"].startswith("judge:") or "rubric_hash" not in meta:
-            continue
-        trial = labels.get((grade["run"], grade["case_id"], grade["idx"]), {})
-        dimension = meta["dimension"]
-        human = trial.get(dimension, trial.get(""))
-        key = (dimension, meta["model"], meta["rubric_hash"])
-        judged.setdefault(key, []).append((grade["verdict"], human))
+        key = (label.run, label.case_id, label.idx)
+        labels.setdefault(key, {})[label.dimension] = label.verdict
+    judged: dict[tuple[str, str, str], list[tuple[Verdict, Verdict | None]]] = {}
+    for name in [run] if run is not None else store.runs():
+        for trial in store.trials(name):
+            for grade in trial.grades:
+                meta = grade.meta
+                if not grade.grader.startswith("judge:") or "rubric_hash" not in meta:
+                    continue
+                human_labels = labels.get((name, trial.case_id, trial.idx), {})
+                dimension = meta["dimension"]
+                human = human_labels.get(dimension, human_labels.get(""))
+                judge = (dimension, meta["model"], meta["rubric_hash"])
+                judged.setdefault(judge, []).append((grade.verdict, human))
     return [
         Agreement(
             dimension,
             model,
             rubric_hash,
             judged=len(verdicts),
-            unknown=sum(j == "unknown" for j, _ in verdicts),
-            pairs=tuple((j, h) for j, h in verdicts if h is not None and j in ("pass", "fail")),
+            unknown=sum(j is Verdict.UNKNOWN for j, _ in verdicts),
+            pairs=tuple((j, h) for j, h in verdicts if h is not None and j in _GRADED),
         )
         for (dimension, model, rubric_hash), verdicts in sorted(judged.items())
     ]
@@ -148,18 +155,18 @@ class Pending:
 
 def review_queue(store: Store, run: str) -> list[Pending]:
     """The run's ``unknown`` judge grades still waiting for a human label."""
-    labelled = {(r["case_id"], r["idx"], r["dimension"]) for r in store.labels(run)}
-    cassettes = {(t["case_id"], t["idx"]): t["cassette"] for t in store.trials(run)}
+    labelled = {(label.case_id, label.idx, label.dimension) for label in store.labels(run)}
     queue = []
-    for grade in store.grades(run):
-        if not grade["grader"].startswith("judge:") or grade["verdict"] != "unknown":
-            continue
-        dimension = grade["grader"].removeprefix("judge:")
-        trial = (grade["case_id"], grade["idx"])
-        if (*trial, dimension) in labelled or (*trial, "") in labelled:
-            continue
-        reason = "; ".join(grade["evidence"]) or "(no reason)"
-        queue.append(Pending(*trial, dimension, reason, cassettes.get(trial)))
+    for trial in store.trials(run):
+        for grade in trial.grades:
+            if not grade.grader.startswith("judge:") or grade.verdict is not Verdict.UNKNOWN:
+                continue
+            dimension = grade.grader.removeprefix("judge:")
+            key = (trial.case_id, trial.idx)
+            if (*key, dimension) in labelled or (*key, "") in labelled:
+                continue
+            reason = "; ".join(grade.evidence) or "(no reason)"
+            queue.append(Pending(*key, dimension, reason, trial.cassette))
     return queue
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import socket
 import xml.etree.ElementTree as ET
@@ -14,10 +13,12 @@ from typing import Any, NamedTuple
 
 from recorder import ConfigError
 
+from ..graders import Verdict
 from ._metrics import CONFIDENCE
 from ._paired import FDR, POWER, CaseChange, PairedFigure, RunComparison, compare_runs
+from ._record import RunRecord
 from ._report import CaseReport, RunReport, build_report
-from ._store import RunRow, Store
+from ._store import Store
 
 VARIABLE_PINS = ("agent", "model", "settings", "llm")
 """Pins a comparison may vary: the variable under test (one, unless --vary names more)."""
@@ -100,7 +101,7 @@ class GateResult:
         return bool(failing) and all(c.undecided for c in failing)
 
 
-def pin_differences(a: dict[str, Any], b: dict[str, Any]) -> dict[str, str]:
+def pin_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, str]:
     """Pins whose values differ, each with a short description of how."""
     out = {}
     for name in sorted(set(a) | set(b)):
@@ -143,7 +144,7 @@ def gate(
         if run is None:
             raise ConfigError(f"no run {name!r} in {store.path}")
         _check_complete(store, name, run)
-    differing = pin_differences(runs[baseline]["pins"], runs[candidate]["pins"])  # type: ignore[index]
+    differing = pin_differences(runs[baseline].pins, runs[candidate].pins)  # type: ignore[union-attr]
     allowed = set(vary) if vary else set(VARIABLE_PINS)
     beyond = {k: v for k, v in differing.items() if k not in allowed}
     varied = [k for k in differing if k in allowed]
@@ -308,7 +309,8 @@ def _share_checks(store: Store, cand: RunReport, thresholds: Thresholds) -> list
     if thresholds.max_unsupported is not None:
         totals = cand.suite.totals
         trials = sum(totals.values())
-        share = (totals.get("unsupported", 0) + totals.get("error", 0)) / trials if trials else 0.0
+        unjudged = totals.get(Verdict.UNSUPPORTED, 0) + totals.get(Verdict.ERROR, 0)
+        share = unjudged / trials if trials else 0.0
         checks.append(
             GateCheck(
                 share <= thresholds.max_unsupported,
@@ -324,11 +326,11 @@ def _none(tag: str, tagged: Collection[object]) -> str:
     return "" if tagged else f" (0 {tag} cases in the run)"
 
 
-def _check_complete(store: Store, name: str, run: RunRow) -> None:
+def _check_complete(store: Store, name: str, run: RunRecord) -> None:
     """Refuse a run that is not finished, or holds no trial: a gate on it would hold on nothing."""
-    stored = len(store.trials(name))
-    if run["finished"] is None:
-        planned = _planned(run["spec"])
+    stored = len(store.finished_trials(name))
+    if run.finished is None:
+        planned = _planned(run.spec)
         of = f"{stored} of {planned}" if planned is not None and planned >= stored else stored
         raise ConfigError(
             f"run {name!r} is not finished ({of} trials): finish it with "
@@ -338,7 +340,7 @@ def _check_complete(store: Store, name: str, run: RunRow) -> None:
         raise ConfigError(f"run {name!r} has no trials in {store.path}: there is nothing to gate")
 
 
-def _planned(spec: dict[str, Any]) -> int | None:
+def _planned(spec: Mapping[str, Any]) -> int | None:
     """The trials a run's spec asks for (None: one per recorded cassette, or not a run's spec)."""
     from ..modes import REGISTRY
 
@@ -351,15 +353,15 @@ def _planned(spec: dict[str, Any]) -> int | None:
 
 def _all_pass(case: CaseReport) -> bool:
     """Whether every trial of the case passed (an error or unsupported one does not)."""
-    verdicts = case.metrics.counts.verdicts
-    return verdicts["pass"] == sum(verdicts.values())
+    counts = case.metrics.counts
+    return counts.c == sum(counts.verdicts.values())
 
 
-def _tags(store: Store, run: str, case_id: str) -> list[str]:
+def _tags(store: Store, run: str, case_id: str) -> tuple[str, ...]:
     for trial in store.trials(run):
-        if trial["case_id"] == case_id and trial["tags"]:
-            return list(json.loads(trial["tags"]))
-    return []
+        if trial.case_id == case_id and trial.tags:
+            return trial.tags
+    return ()
 
 
 def _num(value: float | None) -> str:

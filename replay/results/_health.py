@@ -6,11 +6,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from recorder import ConfigError
 
-from ..cases import CaseFileError
+from ..cases import CaseFileError, Suite
+from ..graders import Verdict
+from ._record import TrialRecord
 from ._store import Store
 
 MIN_TRIALS = 10
@@ -52,20 +53,21 @@ def suite_health(
         ConfigError: A named run is not in the store.
     """
     names = list(runs or store.runs())
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[int, TrialRecord]] = []
+    """Each trial with its run's place in ``names``."""
     for order, name in enumerate(names):
         if store.run(name) is None:
             raise ConfigError(f"no run {name!r} in {store.path}")
-        rows += [{**t, "order": order} for t in store.trials(name)]
-    graded = [r for r in rows if r["verdict"] in ("pass", "fail")]
+        rows += [(order, t) for t in store.trials(name)]
+    graded = [(o, t) for o, t in rows if t.verdict in (Verdict.PASS, Verdict.FAIL)]
     flags: list[HealthFlag] = []
-    by_case: dict[str, list[dict[str, Any]]] = {}
-    for row in graded:
-        by_case.setdefault(row["case_id"], []).append(row)
+    by_case: dict[str, list[tuple[int, TrialRecord]]] = {}
+    for order, trial in graded:
+        by_case.setdefault(trial.case_id, []).append((order, trial))
     for case_id, trials in sorted(by_case.items()):
-        passes = sum(t["verdict"] == "pass" for t in trials)
+        passes = sum(t.passed for _, t in trials)
         if passes == 0 and len(trials) >= min_trials:
-            in_runs = ", ".join(dict.fromkeys(names[t["order"]] for t in trials))
+            in_runs = ", ".join(dict.fromkeys(names[o] for o, _ in trials))
             flags.append(
                 HealthFlag(
                     "never-passes",
@@ -74,14 +76,10 @@ def suite_health(
                     "its grader is probably broken",
                 )
             )
-        if trials[-1]["suite"] == "capability":
-            recent = sorted({t["order"] for t in trials})[-GRADUATION_RUNS:]
-            last = [t for t in trials if t["order"] in recent]
-            if (
-                len(recent) == GRADUATION_RUNS
-                and len(last) >= 3
-                and all(t["verdict"] == "pass" for t in last)
-            ):
+        if trials[-1][1].suite is Suite.CAPABILITY:
+            recent = sorted({o for o, _ in trials})[-GRADUATION_RUNS:]
+            last = [t for o, t in trials if o in recent]
+            if len(recent) == GRADUATION_RUNS and len(last) >= 3 and all(t.passed for t in last):
                 flags.append(
                     HealthFlag(
                         "graduate",
@@ -90,9 +88,9 @@ def suite_health(
                         f"last {GRADUATION_RUNS} runs ({', '.join(names[o] for o in recent)})",
                     )
                 )
-    capability = [r for r in graded if r["suite"] == "capability"]
+    capability = [t for _, t in graded if t.suite is Suite.CAPABILITY]
     if capability:
-        rate = sum(r["verdict"] == "pass" for r in capability) / len(capability)
+        rate = sum(t.passed for t in capability) / len(capability)
         if rate >= saturated:
             flags.append(
                 HealthFlag(

@@ -6,8 +6,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
+from ..graders import Verdict
 from ._stats import (
     Interval,
     choose_ratio,
@@ -18,8 +18,8 @@ from ._stats import (
     wilson_interval,
 )
 
-Verdict = Literal["pass", "fail", "unknown", "unsupported", "error"]
-VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "unknown", "unsupported", "error")
+VERDICTS: tuple[str, ...] = tuple(verdict.value for verdict in Verdict)
+"""Every verdict's name, in the order counts list them."""
 CONFIDENCE = 0.95
 """The default confidence of every interval (``replay report --confidence``)."""
 
@@ -83,34 +83,39 @@ class CaseCounts:
         object.__setattr__(self, "verdicts", counts)
 
     @classmethod
-    def from_trials(cls, case_id: str, verdicts: Iterable[str]) -> CaseCounts:
+    def from_trials(cls, case_id: str, verdicts: Iterable[Verdict | str]) -> CaseCounts:
         """Count a sequence of per-trial verdicts."""
-        return cls(case_id, Counter(verdicts))
+        return cls(case_id, Counter(getattr(v, "value", v) for v in verdicts))
 
     @property
     def n(self) -> int:
         """Graded trials: passes + fails."""
-        return self.verdicts["pass"] + self.verdicts["fail"]
+        return self.c + self.fail
 
     @property
     def c(self) -> int:
         """Passing trials."""
-        return self.verdicts["pass"]
+        return self.verdicts[Verdict.PASS]
+
+    @property
+    def fail(self) -> int:
+        """Trials whose verdict is ``fail``."""
+        return self.verdicts[Verdict.FAIL]
 
     @property
     def unknown(self) -> int:
         """Trials whose verdict is ``unknown``."""
-        return self.verdicts["unknown"]
+        return self.verdicts[Verdict.UNKNOWN]
 
     @property
     def unsupported(self) -> int:
         """Trials whose verdict is ``unsupported``."""
-        return self.verdicts["unsupported"]
+        return self.verdicts[Verdict.UNSUPPORTED]
 
     @property
     def error(self) -> int:
         """Trials whose verdict is ``error``."""
-        return self.verdicts["error"]
+        return self.verdicts[Verdict.ERROR]
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,5 +80,5 @@ def noise(store: Store, a: str, b: str, *, confidence: float = CONFIDENCE) -> No
     all_pass = [c.case_id for c in cases if (c.pass1_a == 1.0) != (c.pass1_b == 1.0)]
     spread = math.sqrt(mean_and_variance([c.change for c in cases])[1]) if cases else 0.0
     runs = {name: store.run(name) for name in (a, b)}
-    pins = pin_differences(runs[a]["pins"], runs[b]["pins"])  # type: ignore[index]
+    pins = pin_differences(runs[a].pins, runs[b].pins)  # type: ignore[union-attr]
     return NoiseFloor(a, b, cases, comparison.figures, flipped, all_pass, spread, pins)

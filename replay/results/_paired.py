@@ -14,8 +14,8 @@ from typing import Literal
 
 from recorder import ConfigError
 
-from ..graders import AGENT_CAUSES
 from ._metrics import CONFIDENCE, CaseCounts, pass_hat_k
+from ._record import TrialRecord
 from ._stats import (
     Interval,
     benjamini_hochberg,
@@ -26,7 +26,7 @@ from ._stats import (
     paired_interval,
     t_quantile,
 )
-from ._store import Store, TrialRow
+from ._store import Store
 
 FDR = 0.1
 """The default false discovery rate when marking cases better or worse (``--fdr``)."""
@@ -198,8 +198,8 @@ def compare_counts(
     for case_id in sorted(set(by_a) | set(by_b)):
         counts_a = by_a.get(case_id, CaseCounts(case_id, {}))
         counts_b = by_b.get(case_id, CaseCounts(case_id, {}))
-        held = counts_a.c > 0 and not counts_a.verdicts["fail"]
-        newly = counts_b.verdicts["fail"] > 0 and (held or case_id not in by_a)
+        held = counts_a.c > 0 and not counts_a.fail
+        newly = counts_b.fail > 0 and (held or case_id not in by_a)
         changes.append(_counted(case_id, counts_a, counts_b, newly, None))
     return _compare(*names, changes, set(by_a), set(by_b), confidence, fdr, power, k)
 
@@ -319,14 +319,14 @@ def _one_case(case: CaseChange, k: int, confidence: float, power: float) -> Pair
     )
 
 
-def _case_change(case_id: str, rows_a: list[TrialRow], rows_b: list[TrialRow]) -> CaseChange:
-    counts_a = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows_a])
-    counts_b = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows_b])
-    failed_b = [t for t in rows_b if _failed(t)]
-    held = counts_a.c > 0 and not any(_failed(t) for t in rows_a)
+def _case_change(case_id: str, rows_a: list[TrialRecord], rows_b: list[TrialRecord]) -> CaseChange:
+    counts_a = CaseCounts.from_trials(case_id, [t.verdict for t in rows_a])
+    counts_b = CaseCounts.from_trials(case_id, [t.verdict for t in rows_b])
+    failed_b = [t for t in rows_b if t.failed]
+    held = counts_a.c > 0 and not any(t.failed for t in rows_a)
     newly = bool(failed_b) and (held or not rows_a)
     failing = next(
-        (t["cassette"] for t in [*failed_b, *rows_b] if t["verdict"] != "pass" and t["cassette"]),
+        (t.cassette for t in [*failed_b, *rows_b] if not t.passed and t.cassette),
         None,
     )
     return _counted(case_id, counts_a, counts_b, newly, failing)
@@ -352,14 +352,7 @@ def _counted(
     )
 
 
-def _failed(trial: TrialRow) -> bool:
-    """Whether a trial failed: verdict ``fail``, or ``error`` of one of ``AGENT_CAUSES``."""
-    return trial["verdict"] == "fail" or (
-        trial["verdict"] == "error" and trial["cause"] in AGENT_CAUSES
-    )
-
-
-def trials_by_case(store: Store, name: str) -> dict[str, list[TrialRow]]:
+def trials_by_case(store: Store, name: str) -> dict[str, list[TrialRecord]]:
     """A run's trials grouped by case, in the store's order.
 
     Raises:
@@ -368,7 +361,7 @@ def trials_by_case(store: Store, name: str) -> dict[str, list[TrialRow]]:
     if store.run(name) is None:
         known = ", ".join(store.runs()) or "none"
         raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
-    out: dict[str, list[TrialRow]] = {}
+    out: dict[str, list[TrialRecord]] = {}
     for trial in store.trials(name):
-        out.setdefault(trial["case_id"], []).append(trial)
+        out.setdefault(trial.case_id, []).append(trial)
     return out

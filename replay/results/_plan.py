@@ -141,7 +141,7 @@ def _rates(counts: Sequence[CaseCounts]) -> list[tuple[float, int]]:
 def _run_counts(store: Store, run: str) -> list[CaseCounts]:
     """Each case's verdict counts: the trials alone, none of the report's other reading."""
     return [
-        CaseCounts.from_trials(case_id, [t["verdict"] for t in rows])
+        CaseCounts.from_trials(case_id, [t.verdict for t in rows])
         for case_id, rows in trials_by_case(store, run).items()
     ]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from recorder import ConfigError
 
-from ..graders import Cause
+from ..graders import Cause, Verdict
 from ._causes import CauseGroup, cause_groups
 from ._metrics import (
     CONFIDENCE,
@@ -19,7 +19,8 @@ from ._metrics import (
     case_metrics,
     suite_metrics,
 )
-from ._store import GradeRow, Store, TrialRow
+from ._record import TrialRecord
+from ._store import Store
 from ._tooluse import ToolUse, run_tool_use
 
 
@@ -55,7 +56,7 @@ class RunReport:
     tool_use: ToolUse
     guards: dict[str, int]
     """Per limit that fired in the run's trials: how many trials it cut (each an ``error``)."""
-    trials: list[TrialRow] = field(default_factory=list)
+    trials: list[TrialRecord] = field(default_factory=list)
     """Every trial, by case and index, as the store holds it."""
     causes: list[CauseGroup] = field(default_factory=list)
     """Every failure cause, in ``FailureCause`` order (empty ones too), each with the trials
@@ -92,54 +93,55 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
     evidence: dict[str, Counter[str]] = {}
     user: dict[str, Counter[str]] = {}
     verdicts: dict[str, dict[str, Counter[str]]] = {}
-    by_trial: dict[tuple[str, int], list[GradeRow]] = {}
     for trial in trials:  # an error no grade is to blame for: whose it is, or a limit
-        if trial["cause"]:
-            into = user if trial["cause"] == Cause.USER.value else evidence
-            for line in trial["cause_detail"]:
-                into.setdefault(trial["case_id"], Counter())[f"{trial['cause']}: {line}"] += 1
-    for grade in store.grades(name):
-        by_trial.setdefault((grade["case_id"], grade["idx"]), []).append(grade)
-        by_grader = verdicts.setdefault(grade["case_id"], {})
-        by_grader.setdefault(grade["grader"], Counter())[grade["verdict"]] += 1
-        if grade["verdict"] != "pass":
-            for line in grade["evidence"]:
-                evidence.setdefault(grade["case_id"], Counter())[f"{grade['grader']}: {line}"] += 1
-    per_case, overall = run_tool_use(store, name)
+        if trial.cause is not None:
+            into = user if trial.cause is Cause.USER else evidence
+            for line in trial.cause_detail:
+                into.setdefault(trial.case_id, Counter())[f"{trial.cause.value}: {line}"] += 1
+    for trial in trials:
+        for grade in trial.grades:
+            by_grader = verdicts.setdefault(trial.case_id, {})
+            by_grader.setdefault(grade.grader, Counter())[grade.verdict.value] += 1
+            if grade.verdict is not Verdict.PASS:
+                for line in grade.evidence:
+                    evidence.setdefault(trial.case_id, Counter())[f"{grade.grader}: {line}"] += 1
+    per_case, overall = run_tool_use(trials)
     cases = []
     counts = []
-    for case_id in dict.fromkeys(t["case_id"] for t in trials):
-        rows = [t for t in trials if t["case_id"] == case_id]
-        count = CaseCounts.from_trials(case_id, [t["verdict"] for t in rows])
+    for case_id in dict.fromkeys(t.case_id for t in trials):
+        rows = [t for t in trials if t.case_id == case_id]
+        count = CaseCounts.from_trials(case_id, [t.verdict for t in rows])
         counts.append(count)
-        failing = next(
-            (t["cassette"] for t in rows if t["verdict"] != "pass" and t["cassette"]), None
-        )
+        failing = next((t.cassette for t in rows if not t.passed and t.cassette), None)
+        suite = rows[0].suite
         cases.append(
             CaseReport(
                 case_id,
-                rows[0]["suite"] or "",
+                suite.value if suite is not None else "",
                 case_metrics(count, confidence=confidence),
                 _worst_first(evidence.get(case_id, Counter())),
                 failing,
                 per_case[case_id],
                 user.get(case_id, Counter()).most_common(),
                 {g: dict(c) for g, c in verdicts.get(case_id, {}).items()},
-                dict(Counter(guard for t in rows for guard in t["guards"])),
+                _guards(rows),
             )
         )
-    guards = dict(Counter(guard for t in trials for guard in t["guards"]))
-    causes = cause_groups(trials, by_trial)
     return RunReport(
         name,
-        run["pins"],
+        dict(run.pins),
         cases,
         suite_metrics(counts, confidence=confidence),
         overall,
-        guards,
+        _guards(trials),
         trials,
-        causes,
+        cause_groups(trials),
     )
+
+
+def _guards(trials: Iterable[TrialRecord]) -> dict[str, int]:
+    """Per limit that fired in the trials, how many trials it cut."""
+    return dict(Counter(guard.value for t in trials for guard in t.guards))
 
 
 def _worst_first(lines: Counter[str]) -> list[tuple[str, int]]:
@@ -217,19 +219,19 @@ def report_json(report: RunReport) -> dict[str, Any]:
         ],
         "trials": [
             {
-                "case": t["case_id"],
-                "idx": t["idx"],
-                "verdict": t["verdict"],
-                "failure": primary.get((t["case_id"], t["idx"])),
-                "cause": t["cause"],
-                "cause_detail": t["cause_detail"],
-                "guards": t["guards"],
-                "cassette": t["cassette"],
-                "steps": t["steps"],
-                "input_tokens": t["input_tokens"],
-                "output_tokens": t["output_tokens"],
-                "latency": t["latency"],
-                "cost": t["cost"],
+                "case": t.case_id,
+                "idx": t.idx,
+                "verdict": t.verdict.value,
+                "failure": primary.get((t.case_id, t.idx)),
+                "cause": t.cause.value if t.cause is not None else None,
+                "cause_detail": list(t.cause_detail),
+                "guards": [guard.value for guard in t.guards],
+                "cassette": t.cassette,
+                "steps": t.usage.steps,
+                "input_tokens": t.usage.input_tokens,
+                "output_tokens": t.usage.output_tokens,
+                "latency": t.usage.latency,
+                "cost": t.usage.cost,
             }
             for t in report.trials
         ],

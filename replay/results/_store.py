@@ -1,11 +1,12 @@
-"""The results store: runs, trials and grades in SQLite (the only sqlite-utils import).
+"""The results store: runs, trials and grades in SQLite (sqlite-utils here and in ``_schema``).
 
 A trial and its grades are written in one transaction, by the driver alone,
 so a run killed at any point holds whole trials only and resumes cleanly.
-Rows are read back as typed dicts (``RunRow``, ``TrialRow``, ``GradeRow``);
-the file carries its format version (``PRAGMA user_version``): an older
-store is brought up to date when opened (columns are only added), a newer
-one is refused.
+What goes in and comes out are records (``TrialRecord`` with its
+``GradeRecord``s, ``RunRecord``, ``RunSummary``, ``LabelRecord``); how they
+are encoded is ``_schema``'s. The file carries its format version (``PRAGMA
+user_version``): an older store is brought up to date when opened (columns
+are only added), a newer one is refused.
 """
 
 from __future__ import annotations
@@ -15,86 +16,17 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any
 
 import sqlite_utils
 
 from recorder import ConfigError
 
+from ..graders import Verdict
+from ._record import GradeRecord, LabelRecord, RunRecord, RunSummary, TrialRecord
+from ._schema import GRADES, KEY, STORE_VERSION, TRIALS, create_tables, upgrade
+
 DEFAULT_PATH = Path(".replay") / "results.db"
-STORE_VERSION = 3
-"""1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use;
-3: and the guards that fired in it (its limits: ``guards``, a JSON list)."""
-
-
-class RunRow(TypedDict):
-    """One run: its spec and pins, decoded."""
-
-    name: str
-    spec: dict[str, Any]
-    pins: dict[str, Any]
-    started: str
-    finished: str | None
-
-
-class TrialRow(TypedDict):
-    """One trial: its verdict, usage, cause and tool use."""
-
-    run: str
-    case_id: str
-    idx: int
-    suite: str | None
-    verdict: str
-    score: float | None
-    cassette: str | None
-    steps: int | None
-    input_tokens: int | None
-    """None: a call reported no usage (unknown, never counted as none)."""
-    output_tokens: int | None
-    latency: float | None
-    cost: float | None
-    tags: str | None
-    """The case's tags, as JSON."""
-    cause: str | None
-    """``agent``, ``user``, ``server``, ``harness`` or ``limit`` for an error that is not a
-    grader's verdict."""
-    cause_detail: list[str]
-    tool_calls: int | None
-    """None in trials stored before version 2 (as are the four below)."""
-    selection: float | None
-    arguments: float | None
-    abstained: int | None
-    loops: int | None
-    guards: list[str]
-    """The limits that fired (``timeout``, ``memory``, ``llm_tokens``, ``tool_result_chars``);
-    empty in trials stored before version 3."""
-
-
-class GradeRow(TypedDict):
-    """One grade of one trial, evidence and meta decoded."""
-
-    run: str
-    case_id: str
-    idx: int
-    grader: str
-    verdict: str
-    score: float | None
-    veto: int
-    evidence: list[str]
-    advisory: int
-    meta: dict[str, Any]
-
-
-_TRIAL_COLUMNS_2: dict[str, type] = {
-    "cause": str,
-    "cause_detail": str,
-    "tool_calls": int,
-    "selection": float,
-    "arguments": float,
-    "abstained": int,
-    "loops": int,
-}
-_TRIAL_COLUMNS_3: dict[str, type] = {"guards": str}
 
 
 def _now() -> str:
@@ -103,6 +35,12 @@ def _now() -> str:
 
 class Store:
     """Runs, trials and grades in one SQLite file.
+
+    A run's trials come back as ``TrialRecord``s, each with its grades::
+
+        for trial in Store().trials("nightly"):
+            if not trial.passed:
+                print(trial.case_id, trial.idx, trial.verdict.value, trial.why_not_passed)
 
     Args:
         path: The database file (created with its tables if missing).
@@ -142,9 +80,9 @@ class Store:
                 f"this one reads up to {STORE_VERSION}): upgrade agent-replay to read it"
             )
         if "runs" not in tables:
-            self._create()
+            create_tables(self.db)
         elif version < STORE_VERSION:
-            self._upgrade(version)
+            upgrade(self.db, version)
         if version < STORE_VERSION:
             self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
@@ -184,124 +122,6 @@ class Store:
                 )
             )
 
-    def _create(self) -> None:
-        self.db["runs"].create(  # type: ignore[union-attr]
-            {"name": str, "spec": str, "pins": str, "started": str, "finished": str},
-            pk="name",
-            if_not_exists=True,
-        )
-        self.db["trials"].create(  # type: ignore[union-attr]
-            {
-                "run": str,
-                "case_id": str,
-                "idx": int,
-                "suite": str,
-                "verdict": str,
-                "score": float,
-                "cassette": str,
-                "steps": int,
-                "input_tokens": int,
-                "output_tokens": int,
-                "latency": float,
-                "cost": float,
-                "tags": str,
-                **_TRIAL_COLUMNS_2,
-                **_TRIAL_COLUMNS_3,
-            },
-            pk=("run", "case_id", "idx"),
-            foreign_keys=[("run", "runs", "name")],
-            if_not_exists=True,
-        )
-        self.db["grades"].create(  # type: ignore[union-attr]
-            {
-                "run": str,
-                "case_id": str,
-                "idx": int,
-                "grader": str,
-                "verdict": str,
-                "score": float,
-                "veto": int,
-                "evidence": str,
-                "advisory": int,
-                "meta": str,
-            },
-            if_not_exists=True,
-        )
-        self.db["grades"].create_index(  # type: ignore[union-attr]
-            ["run", "case_id", "idx"], if_not_exists=True
-        )
-        self._create_labels()
-
-    def _create_labels(self) -> None:
-        self.db["labels"].create(  # type: ignore[union-attr]
-            {
-                "run": str,
-                "case_id": str,
-                "idx": int,
-                "dimension": str,
-                "verdict": str,
-                "note": str,
-                "labeled": str,
-            },
-            pk=("run", "case_id", "idx", "dimension"),
-            if_not_exists=True,
-        )
-
-    def _upgrade(self, version: int) -> None:
-        """Bring a store written by an earlier version up to date.
-
-        Columns are added (a trial stored before version 3 fired no guard); version 1's
-        cause grades become trial causes, and its runs' pins gain what version 2 pins
-        (see ``_pins_of_version_2``).
-        """
-        grades, trials = self.db["grades"], self.db["trials"]
-        for column, kind in (("advisory", int), ("meta", str)):
-            if column not in grades.columns_dict:
-                grades.add_column(column, kind)  # type: ignore[union-attr]
-        for column, added in {**_TRIAL_COLUMNS_2, **_TRIAL_COLUMNS_3}.items():
-            if column not in trials.columns_dict:
-                trials.add_column(column, added)  # type: ignore[union-attr]
-        self._create_labels()
-        if version >= 2:
-            return
-        with self.db.conn as conn:
-            self._causes_from_grades(conn)
-            self._pins_of_version_2(conn)
-
-    @staticmethod
-    def _causes_from_grades(conn: sqlite3.Connection) -> None:
-        """Version 1 kept an error's cause as a grade named agent, user or harness."""
-        rows = conn.execute(
-            "SELECT rowid, run, case_id, idx, grader, evidence FROM grades "
-            "WHERE grader IN ('agent', 'user', 'harness')"
-        ).fetchall()
-        for rowid, run, case_id, idx, cause, evidence in rows:
-            conn.execute(
-                "UPDATE trials SET cause = ?, cause_detail = ? "
-                "WHERE run = ? AND case_id = ? AND idx = ?",
-                (cause, evidence or "[]", run, case_id, idx),
-            )
-            conn.execute("DELETE FROM grades WHERE rowid = ?", (rowid,))
-
-    @staticmethod
-    def _pins_of_version_2(conn: sqlite3.Connection) -> None:
-        """What version 1's runs were graded by, pinned as version 2 pins it.
-
-        Every trial then got the built-in graders, each at version 1; a run whose
-        mode calls no LLM pins no LLM source (version 1 said ``live``). So a
-        baseline stored by version 1 can be gated against a new run.
-        """
-        from ..graders import BUILT_IN
-        from ..modes import REGISTRY
-
-        for name, text in conn.execute("SELECT name, pins FROM runs").fetchall():
-            pins = json.loads(text or "{}")
-            pins.setdefault("graders", {grader: {"version": "1"} for grader in BUILT_IN})
-            mode = REGISTRY.get(pins.get("mode") or "")
-            if mode is not None and not mode.llm:
-                pins["llm"] = None
-            conn.execute("UPDATE runs SET pins = ? WHERE name = ?", (json.dumps(pins), name))
-
     def start_run(self, name: str, spec: dict[str, Any], pins: dict[str, Any]) -> None:
         """Record a new run; refuses a name already used (resume it instead)."""
         if self.run(name) is not None:
@@ -313,39 +133,40 @@ class Store:
             {"name": name, "spec": json.dumps(spec), "pins": json.dumps(pins), "started": _now()}
         )
 
-    def run(self, name: str) -> RunRow | None:
-        """Return a run's row (spec and pins decoded), or None."""
-        rows = list(self.db["runs"].rows_where("name = ?", [name]))
-        if not rows:
+    def run(self, name: str) -> RunRecord | None:
+        """Return a run (its spec and pins decoded), or None."""
+        row = self.db.conn.execute(
+            "SELECT name, spec, pins, started, finished FROM runs WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
             return None
-        row = dict(rows[0])
-        row["spec"], row["pins"] = json.loads(row["spec"]), json.loads(row["pins"] or "{}")
-        return cast(RunRow, row)
+        name, spec, pins, started, finished = row
+        return RunRecord(name, json.loads(spec), json.loads(pins or "{}"), started, finished)
 
     def runs(self) -> list[str]:
         """Names of every run, oldest first."""
         return [r["name"] for r in self.db["runs"].rows_where(order_by="started")]
 
-    def run_summaries(self) -> list[dict[str, Any]]:
-        """Every run, oldest first: name, mode, started, finished, and its trials by verdict."""
-        counts: dict[str, dict[str, int]] = {}
+    def run_summaries(self) -> list[RunSummary]:
+        """Every run, oldest first: its mode, when, and its trials by verdict."""
+        counts: dict[str, dict[Verdict, int]] = {}
         for run, verdict, n in self.db.conn.execute(
             "SELECT run, verdict, COUNT(*) FROM trials GROUP BY run, verdict"
         ):
-            counts.setdefault(run, {})[verdict] = n
+            counts.setdefault(run, {})[Verdict(verdict)] = n
         out = []
         for row in self.db["runs"].rows_where(order_by="started"):
             pins = json.loads(row["pins"] or "{}")
             verdicts = counts.get(row["name"], {})
             out.append(
-                {
-                    "name": row["name"],
-                    "mode": pins.get("mode"),
-                    "started": row["started"],
-                    "finished": row["finished"],
-                    "trials": sum(verdicts.values()),
-                    "verdicts": dict(sorted(verdicts.items())),
-                }
+                RunSummary(
+                    row["name"],
+                    pins.get("mode"),
+                    row["started"],
+                    row["finished"],
+                    sum(verdicts.values()),
+                    dict(sorted(verdicts.items())),
+                )
             )
         return out
 
@@ -369,87 +190,74 @@ class Store:
 
     def finished_trials(self, name: str) -> set[tuple[str, int]]:
         """(case id, trial index) of the trials already stored for a run."""
-        return {(r["case_id"], r["idx"]) for r in self.db["trials"].rows_where("run = ?", [name])}
+        rows = self.db.conn.execute("SELECT case_id, idx FROM trials WHERE run = ?", (name,))
+        return {(case_id, idx) for case_id, idx in rows}
 
-    def add_trial(self, name: str, trial: dict[str, Any], grades: list[dict[str, Any]]) -> None:
-        """Store one trial and its grades, atomically.
+    def add_trial(self, name: str, record: TrialRecord) -> None:
+        """Store one trial of run ``name`` with its grades, atomically (replacing a stored one).
 
         Plain SQL in one transaction: sqlite-utils' writers commit on their own.
         """
-        row = {"run": name, **trial}
-        for column in ("cause_detail", "guards"):  # a row as ``trials`` gives it: lists
-            if not isinstance(row.get(column), str | None):
-                row[column] = json.dumps(list(row[column]))
-        key = (name, trial["case_id"], trial["idx"])
+        trial = ["run", *TRIALS.columns]
+        graded = [*KEY, *GRADES.columns]
+        key = (name, record.case_id, record.idx)
         conn = self.db.conn
         with conn:
-            columns = ", ".join(row)
-            marks = ", ".join("?" for _ in row)
             conn.execute(
-                f"INSERT OR REPLACE INTO trials ({columns}) VALUES ({marks})", tuple(row.values())
+                f"INSERT OR REPLACE INTO trials ({', '.join(trial)}) "
+                f"VALUES ({', '.join('?' for _ in trial)})",
+                (name, *TRIALS.encode(record)),
             )
             conn.execute("DELETE FROM grades WHERE run = ? AND case_id = ? AND idx = ?", key)
             conn.executemany(
-                "INSERT INTO grades (run, case_id, idx, grader, verdict, score, veto, evidence, "
-                "advisory, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        *key,
-                        g["grader"],
-                        g["verdict"],
-                        g.get("score"),
-                        g.get("veto", 0),
-                        g["evidence"],
-                        g.get("advisory", 0),
-                        g.get("meta"),
-                    )
-                    for g in grades
-                ],
+                f"INSERT INTO grades ({', '.join(graded)}) "
+                f"VALUES ({', '.join('?' for _ in graded)})",
+                [(*key, *GRADES.encode(grade)) for grade in record.grades],
             )
 
     def finish_run(self, name: str) -> None:
         """Mark a run finished."""
         self.db["runs"].update(name, {"finished": _now()})  # type: ignore[union-attr]
 
-    def trials(self, name: str) -> list[TrialRow]:
-        """A run's trials, ordered by case and index."""
-        rows = self.db["trials"].rows_where("run = ?", [name], order_by="case_id, idx")
-        return [
-            cast(
-                TrialRow,
-                {
-                    **r,
-                    "cause_detail": json.loads(r.get("cause_detail") or "[]"),
-                    "guards": json.loads(r.get("guards") or "[]"),
-                },
-            )
-            for r in rows
-        ]
-
-    def grades(self, name: str | None = None) -> list[GradeRow]:
-        """A run's grades, or every run's (evidence and meta decoded)."""
-        where, args = ("run = ?", [name]) if name is not None else (None, [])
-        rows = self.db["grades"].rows_where(where, args, order_by="run, case_id, idx, rowid")
-        return [
-            cast(
-                GradeRow,
-                {
-                    **r,
-                    "evidence": json.loads(r["evidence"] or "[]"),
-                    "meta": json.loads(r["meta"] or "{}"),
-                },
-            )
-            for r in rows
-        ]
+    def trials(self, name: str) -> list[TrialRecord]:
+        """A run's trials, ordered by case and index, each with its grades."""
+        conn, graded = self.db.conn, list(GRADES.columns)
+        grades: dict[tuple[str, int], list[GradeRecord]] = {}
+        for case_id, idx, *values in conn.execute(
+            f"SELECT case_id, idx, {', '.join(graded)} FROM grades WHERE run = ? "
+            "ORDER BY case_id, idx, rowid",
+            (name,),
+        ):
+            grade = GRADES.decode(dict(zip(graded, values, strict=True)))
+            grades.setdefault((case_id, idx), []).append(grade)
+        columns = list(TRIALS.columns)
+        rows = conn.execute(
+            f"SELECT {', '.join(columns)} FROM trials WHERE run = ? ORDER BY case_id, idx",
+            (name,),
+        )
+        out = []
+        for values in rows:
+            row = dict(zip(columns, values, strict=True))
+            own = tuple(grades.get((row["case_id"], row["idx"]), ()))
+            out.append(TRIALS.decode(row, grades=own))
+        return out
 
     def add_label(
-        self, name: str, case_id: str, idx: int, verdict: str, note: str = "", dimension: str = ""
+        self,
+        name: str,
+        case_id: str,
+        idx: int,
+        verdict: Verdict | str,
+        note: str = "",
+        dimension: str = "",
     ) -> None:
         """Store a human verdict beside a trial (for one judged dimension, or ``""``: all).
 
         Raises:
             ConfigError: The run has no such trial.
+            ValueError: ``verdict`` is not a verdict's name.
         """
+        verdict = Verdict.parse(verdict)
         if not any(
             self.db["trials"].rows_where(
                 "run = ? AND case_id = ? AND idx = ?", [name, case_id, idx], limit=1
@@ -464,14 +272,22 @@ class Store:
                 "case_id": case_id,
                 "idx": idx,
                 "dimension": dimension,
-                "verdict": verdict,
+                "verdict": verdict.value,
                 "note": note,
                 "labeled": _now(),
             },
             pk=("run", "case_id", "idx", "dimension"),
         )
 
-    def labels(self, name: str | None = None) -> list[dict[str, Any]]:
+    def labels(self, name: str | None = None) -> list[LabelRecord]:
         """A run's human labels, or every run's."""
-        where, args = ("run = ?", [name]) if name is not None else (None, [])
-        return list(self.db["labels"].rows_where(where, args, order_by="run, case_id, idx"))
+        where, args = ("WHERE run = ?", (name,)) if name is not None else ("", ())
+        rows = self.db.conn.execute(
+            "SELECT run, case_id, idx, dimension, verdict, note, labeled FROM labels "
+            f"{where} ORDER BY run, case_id, idx",
+            args,
+        )
+        return [
+            LabelRecord(run, case_id, idx, dimension, Verdict(verdict), note, labeled)
+            for run, case_id, idx, dimension, verdict, note, labeled in rows
+        ]

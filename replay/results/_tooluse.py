@@ -1,4 +1,4 @@
-"""A run's tool use: means of its trials' (``replay.graders._tooluse``), read from the store.
+"""A run's tool use: means of its trials' (``replay.graders.TrialToolUse``), as stored.
 
 Selection vs argument accuracy against the reference, abstention, loops, and
 percentiles of steps, tokens, cost and latency.
@@ -7,11 +7,11 @@ percentiles of steps, tokens, cost and latency.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._store import Store
+from ._record import TrialRecord
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -60,47 +60,55 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def tool_use(trials: Sequence[Mapping[str, Any]]) -> ToolUse:
-    """Metrics over one case's trials, from their rows in the store alone.
+def tool_use(trials: Sequence[TrialRecord]) -> ToolUse:
+    """Metrics over one case's trials, from what the store holds of them alone.
 
-    (Trials stored by a version before tool use was stored with them have
-    none: they count in ``trials`` and the percentiles only.)
+    (Trials whose tool use was not measured, such as those stored by a version
+    before tool use was stored with them, count in ``trials`` and the
+    percentiles only.)
     """
-    selections = [t["selection"] for t in trials if t.get("selection") is not None]
-    arguments = [t["arguments"] for t in trials if t.get("arguments") is not None]
-    abstained = [float(t["abstained"]) for t in trials if t.get("abstained") is not None]
+    used = [t.tool_use for t in trials if t.tool_use is not None]
+    selections = [u.selection for u in used if u.selection is not None]
+    arguments = [u.arguments for u in used if u.arguments is not None]
+    abstained = [float(u.abstained) for u in used if u.abstained is not None]
     return ToolUse(
         len(trials),
         _mean(selections),
         _mean(arguments),
         _mean(abstained),
-        sum(1 for t in trials if t.get("loops")),
+        sum(1 for u in used if u.loops),
         _percentiles(trials),
         _unknown_usage(trials),
-        sum(1 for t in trials if t.get("tool_calls") is None),
+        len(trials) - len(used),
     )
 
 
-def _unknown_usage(trials: Sequence[Mapping[str, Any]]) -> int:
-    return sum(1 for t in trials if t.get("steps") and t.get("input_tokens") is None)
+def _unknown_usage(trials: Sequence[TrialRecord]) -> int:
+    return sum(1 for t in trials if t.usage.steps and t.usage.input_tokens is None)
 
 
-def _percentiles(
-    trials: Sequence[Mapping[str, Any]],
-) -> dict[str, tuple[float | None, float | None]]:
+def _percentiles(trials: Sequence[TrialRecord]) -> dict[str, tuple[float | None, float | None]]:
+    """p50 and p95 of each usage figure, over the trials that know it."""
+    usages = [t.usage for t in trials]
+    figures: dict[str, list[float | None]] = {
+        "steps": [u.steps for u in usages],
+        "input_tokens": [u.input_tokens for u in usages],
+        "output_tokens": [u.output_tokens for u in usages],
+        "cost": [u.cost for u in usages],
+        "latency": [u.latency for u in usages],
+    }
     out = {}
-    for name in ("steps", "input_tokens", "output_tokens", "cost", "latency"):
-        values = [float(t[name]) for t in trials if t.get(name) is not None]
+    for name, figure in figures.items():
+        values = [float(v) for v in figure if v is not None]
         out[name] = (percentile(values, 50), percentile(values, 95))
     return out
 
 
-def run_tool_use(store: Store, name: str) -> tuple[dict[str, ToolUse], ToolUse]:
+def run_tool_use(trials: Sequence[TrialRecord]) -> tuple[dict[str, ToolUse], ToolUse]:
     """Per case and for the whole run (case means; percentiles over all trials)."""
-    trials = store.trials(name)
     per_case = {
-        case_id: tool_use([t for t in trials if t["case_id"] == case_id])
-        for case_id in dict.fromkeys(t["case_id"] for t in trials)
+        case_id: tool_use([t for t in trials if t.case_id == case_id])
+        for case_id in dict.fromkeys(t.case_id for t in trials)
     }
     overall = ToolUse(
         len(trials),

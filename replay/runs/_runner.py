@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import queue
 import shlex
 import warnings
@@ -29,7 +28,7 @@ from ..cases import Case, load_case
 from ..graders import Judge
 from ..mcp import McpServer
 from ..modes import REGISTRY, Mode, cassette_name, load_callable
-from ..results import Store, calibrated_judges, why_not_passed
+from ..results import Store, TrialRecord, calibrated_judges
 from ..surroundings import LLM_KINDS, Fault, parse_faults
 from ..worlds import load_fixture
 from ._backend import Backend, backend
@@ -307,40 +306,32 @@ class _Driver:
         self._store(failed(job, why))
 
     def _store(self, result: Done) -> None:
-        row = dict(result.row)
+        record = result.record
         for name, data in result.files.items():
             path = self.out / name
             tmp = path.with_name(path.name + ".part")
             tmp.write_bytes(data)
             tmp.replace(path)
             if name == cassette_name(result.case_id, result.index):
-                row["cassette"] = str(path)
-        self.store.add_trial(self.spec.name, row, result.grades)
+                record = dataclasses.replace(record, cassette=str(path))
+        self.store.add_trial(self.spec.name, record)
         self.count += 1
         if self.on_trial:
-            self.on_trial(
-                _progress(result.case_id, result.index, row, result.grades), self.count, self.total
-            )
+            self.on_trial(_progress(record), self.count, self.total)
 
 
 REASON_CHARS = 120
 """The longest reason a progress line gives (the case id is never cut)."""
 
 
-def _progress(case_id: str, index: int, row: dict[str, Any], grades: list[dict[str, Any]]) -> str:
+def _progress(trial: TrialRecord) -> str:
     """``refund-4812 #2 fail: assertion failed (state: ...)``: a finished trial.
 
     If it did not pass: its primary cause and the line that says so, as ``replay report``
     lists them.
     """
-    line = f"{case_id} #{index} {row['verdict']}"
-    trial: Any = {  # the row as the store gives it back (a TrialRow)
-        **row,
-        "cause_detail": json.loads(row.get("cause_detail") or "[]"),
-        "guards": json.loads(row.get("guards") or "[]"),
-    }
-    rows: Any = [{**g, "evidence": json.loads(g.get("evidence") or "[]")} for g in grades]
-    why = why_not_passed(trial, rows)
+    line = f"{trial.case_id} #{trial.idx} {trial.verdict.value}"
+    why = trial.why_not_passed
     if why is None:
         return line
     cause, detail = why

@@ -2,9 +2,9 @@
 
 ``run_work(work)`` runs a batch of trials (concurrently, in threads: each in
 its own recording context and its own in-memory world, reset between the
-trials a thread runs) and returns, per trial, the row and grades for the
-results store and — when the work runs away from the driver — the cassette
-bytes. It resolves the agent and tools from ``module:function`` itself, and
+trials a thread runs) and returns, per trial, the ``TrialRecord`` the
+results store keeps and — when the work runs away from the driver — the
+cassette bytes. It resolves the agent and tools from ``module:function`` itself, and
 builds worlds from the fixtures' bytes without touching a shared file
 system. It never writes the store: the driver alone does.
 """
@@ -12,8 +12,8 @@ system. It never writes the store: the driver alone does.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
-import json
 import os
 import shutil
 import tempfile
@@ -32,6 +32,7 @@ from ..cases import Case
 from ..graders import Cause, Judge, Verdict
 from ..modes import (
     REGISTRY,
+    Guard,
     Limits,
     Mode,
     Steps,
@@ -44,6 +45,7 @@ from ..modes import (
     load_callable,
     wait_for,
 )
+from ..results import GradeRecord, TrialRecord, TrialUsage
 from ..surroundings import Fault, FaultInjector, FrozenUser, LiveUser, UserChannel
 from ..worlds import Fixture, World, load_fixture, ship
 
@@ -93,8 +95,9 @@ class Done:
 
     case_id: str
     index: int
-    row: dict[str, Any]
-    grades: list[dict[str, Any]]
+    record: TrialRecord
+    """The trial with its grades; its ``cassette`` is where the trial's cassette was written
+    (the driver's path for it once ``files`` are written)."""
     files: dict[str, bytes] = field(default_factory=dict)
     """Cassettes by file name, when the work ran away from the driver."""
 
@@ -212,11 +215,12 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
             return _trial_steps(spec, job, mode, agent, tools, out, work.judge, work.faults)
 
         def done(job: Job, result: TrialResult | _Failed) -> Done:
-            row, grades = _rows(result)
+            record = _record(result)
             graded_file = recorded.get(str(job.recorded), job.recorded)
             graded = result.cassette if not isinstance(result, _Failed) else None
             if job.recorded is not None and (graded == graded_file or mode.per_recording):
-                row["cassette"] = str(job.recorded)  # what was graded: the driver's file
+                # What was graded: the driver's file.
+                record = dataclasses.replace(record, cassette=str(job.recorded))
             files = {}
             if work.out is None:
                 trial = out / cassette_name(job.case.id, job.index)
@@ -224,7 +228,7 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
                     if path.exists():
                         files[path.name] = path.read_bytes()
                         path.unlink()
-            return Done(job.case.id, job.index, row, grades, files)
+            return Done(job.case.id, job.index, record, files)
 
         if inspect.iscoroutinefunction(agent):
             # Async agents: every trial of the batch is a task on this process's one loop,
@@ -355,7 +359,7 @@ def _trial_steps(
         world = _acquire(job)
         plan = _plan(spec, job, mode, agent, tools, out, judge, faults, world)
         result = yield from mode.steps(plan)
-        if "timeout" in result.guards:  # an abandoned agent may still be in it: not reused
+        if Guard.TIMEOUT in result.guards:  # an abandoned agent may still be in it: not reused
             world = None
         return result
     except KeyboardInterrupt:
@@ -374,66 +378,46 @@ class _Failed:
     reason: str
 
 
-def _rows(result: TrialResult | _Failed) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _record(result: TrialResult | _Failed) -> TrialRecord:
+    """What the store keeps of a trial: its verdict, usage, cause, tool use and grades."""
     if isinstance(result, _Failed):
         case = result.job.case
-        row = {
-            "case_id": case.id,
-            "idx": result.job.index,
-            "suite": case.suite.value,
-            "verdict": Verdict.ERROR.value,
-            "tags": json.dumps(case.tags),
-            "cause": Cause.HARNESS.value,
-            "cause_detail": json.dumps([result.reason]),
-            "guards": "[]",
-        }
-        return row, []
+        return TrialRecord(
+            case_id=case.id,
+            idx=result.job.index,
+            suite=case.suite,
+            verdict=Verdict.ERROR,
+            tags=tuple(case.tags),
+            cause=Cause.HARNESS,
+            cause_detail=(result.reason,),
+        )
     summary = result.trial.cassette.summary()
     case = cast("Case", result.trial.case)  # graders see a GradedCase; the runner ran a Case
-    outcome, use = result.outcome, result.tool_use
-    row = {
-        "case_id": result.case_id,
-        "idx": result.index,
-        "suite": case.suite.value,
-        "verdict": outcome.verdict.value,
-        "score": outcome.score,
-        "cassette": str(result.cassette),
-        "steps": summary.usage.llm_calls or summary.usage.tool_calls,
-        # NULL when a call reported no usage: unknown, never a count too low to notice.
-        "input_tokens": None
-        if summary.usage.llm_calls_without_usage
-        else summary.usage.input_tokens,
-        "output_tokens": (
-            None if summary.usage.llm_calls_without_usage else summary.usage.output_tokens
+    outcome, usage = result.outcome, summary.usage
+    known = not usage.llm_calls_without_usage  # else unknown, never a count too low to notice
+    return TrialRecord(
+        case_id=result.case_id,
+        idx=result.index,
+        suite=case.suite,
+        verdict=outcome.verdict,
+        score=outcome.score,
+        cassette=str(result.cassette),
+        usage=TrialUsage(
+            steps=usage.llm_calls or usage.tool_calls,
+            input_tokens=usage.input_tokens if known else None,
+            output_tokens=usage.output_tokens if known else None,
+            latency=summary.timings.total,
+            cost=result.trial.cost,
         ),
-        "latency": summary.timings.total,
-        "cost": result.trial.cost,
-        "tags": json.dumps(case.tags),
-        "cause": outcome.cause.value if outcome.cause else None,
-        "cause_detail": json.dumps(list(outcome.detail)) if outcome.cause else None,
-        "guards": json.dumps(list(result.guards)),
-        "tool_calls": use.calls,
-        "selection": use.selection,
-        "arguments": use.arguments,
-        "abstained": None if use.abstained is None else int(use.abstained),
-        "loops": use.loops,
-    }
-    grades = [
-        {
-            "grader": g.grader,
-            "verdict": g.verdict.value,
-            "score": g.score,
-            "veto": int(g.veto),
-            "evidence": json.dumps(list(g.evidence)),
-            "advisory": int(g.advisory),
-            "meta": json.dumps(dict(g.meta)) if g.meta else None,
-        }
-        for g in outcome.grades
-    ]
-    return row, grades
+        tags=tuple(case.tags),
+        cause=outcome.cause,
+        cause_detail=tuple(outcome.detail) if outcome.cause else (),
+        tool_use=result.tool_use,
+        guards=tuple(Guard(guard) for guard in result.guards),
+        grades=tuple(GradeRecord.of(grade) for grade in outcome.grades),
+    )
 
 
 def failed(job: Job, reason: str) -> Done:
     """An ``error`` trial the driver stores for a job that could not run."""
-    row, grades = _rows(_Failed(job, reason))
-    return Done(job.case.id, job.index, row, grades)
+    return Done(job.case.id, job.index, _record(_Failed(job, reason)))

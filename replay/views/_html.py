@@ -23,6 +23,7 @@ from recorder import (
     read_cassette,
 )
 
+from ..graders import Verdict
 from ..results import Interval, Store, diff_cassettes, step_numbers
 from ._transcript import (
     Step,
@@ -99,8 +100,10 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _badge(verdict: str) -> str:
-    return f'<span class="v v-{_e(verdict)}">{_e(verdict)}</span>'
+def _badge(verdict: Verdict | str) -> str:
+    """A verdict as a coloured label."""
+    word = Verdict(verdict).value
+    return f'<span class="v v-{_e(word)}">{_e(word)}</span>'
 
 
 def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:

@@ -8,26 +8,33 @@ in a link. An address naming no run, case or trial is a 404 page listing what ex
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from recorder import Cassette, ReplayError
 
+from ..graders import Verdict
 from ..results import (
     CaseChange,
     CaseCounts,
     RunComparison,
     Store,
-    TrialRow,
+    TrialRecord,
     compare_runs,
     suite_metrics,
 )
 from ._html import _badge, _e, _load, _num, _page, _table, transcript_html
-from ._run_page import run_html
+from ._run_page import cause_html, grades_html, run_html
 
-_WORST = {"fail": 0, "error": 1, "unsupported": 2, "unknown": 3, "pass": 4}
+_WORST = {
+    Verdict.FAIL: 0,
+    Verdict.ERROR: 1,
+    Verdict.UNSUPPORTED: 2,
+    Verdict.UNKNOWN: 3,
+    Verdict.PASS: 4,
+}
 """Trials that did not pass come first in a run's list of trial pages."""
 
 _CSS = (
@@ -69,7 +76,7 @@ def _nav(*crumbs: tuple[str, str]) -> str:
     return f"<nav>{links}</nav>"
 
 
-def _verdicts(counts: dict[str, int]) -> str:
+def _verdicts(counts: Mapping[Verdict, int] | Mapping[str, int]) -> str:
     return " ".join(f"{_badge(v)} {n}" for v, n in counts.items() if n) or "-"
 
 
@@ -89,10 +96,10 @@ def _known_run(store: Store, name: str) -> None:
         )
 
 
-def _suite_pass1(trials: list[TrialRow]) -> float | None:
-    by_case: dict[str, list[str]] = {}
+def _suite_pass1(trials: list[TrialRecord]) -> float | None:
+    by_case: dict[str, list[Verdict]] = {}
     for t in trials:
-        by_case.setdefault(t["case_id"], []).append(t["verdict"])
+        by_case.setdefault(t.case_id, []).append(t.verdict)
     return suite_metrics(CaseCounts.from_trials(c, v) for c, v in by_case.items()).pass_hat.get(1)
 
 
@@ -101,16 +108,16 @@ def runs_page(store: Store, query: dict[str, list[str]]) -> Page:
     runs = list(reversed(store.run_summaries()))
     rows = []
     for i, r in enumerate(runs):
-        name = r["name"]
-        older = runs[i + 1]["name"] if i + 1 < len(runs) else None
+        name = r.name
+        older = runs[i + 1].name if i + 1 < len(runs) else None
         rows.append(
             [
                 _a(_href("runs", name), name, **{"class": "run"}),
-                _e(r["mode"] or "-"),
-                _e(r["started"] or "-"),
-                _e(r["finished"] or "not finished"),
-                _e(r["trials"]),
-                _verdicts(r["verdicts"]),
+                _e(r.mode or "-"),
+                _e(r.started or "-"),
+                _e(r.finished or "not finished"),
+                _e(r.trials),
+                _verdicts(r.verdicts),
                 _num(_suite_pass1(store.trials(name))),
                 _a(_href("compare", older, name), f"{older} → {name}") if older else "-",
             ]
@@ -122,16 +129,16 @@ def runs_page(store: Store, query: dict[str, list[str]]) -> Page:
 
     def options(selected: str | None) -> str:
         return "".join(
-            f'<option value="{_e(r["name"])}"{" selected" if r["name"] == selected else ""}>'
-            f"{_e(r['name'])}</option>"
+            f'<option value="{_e(r.name)}"{" selected" if r.name == selected else ""}>'
+            f"{_e(r.name)}</option>"
             for r in runs
         )
 
-    a = runs[1]["name"] if len(runs) > 1 else runs[0]["name"]
+    a = runs[1].name if len(runs) > 1 else runs[0].name
     form = (
         '<form id="pick" method="get" action="/compare"><b>compare</b> '
         f'<label>A (before) <select name="a">{options(a)}</select></label>'
-        f'<label>B (after) <select name="b">{options(runs[0]["name"])}</select></label>'
+        f'<label>B (after) <select name="b">{options(runs[0].name)}</select></label>'
         '<button type="submit">compare</button></form>'
     )
     body = f"<h1>runs in {_e(store.path)}</h1>{form}{table}"
@@ -141,15 +148,13 @@ def runs_page(store: Store, query: dict[str, list[str]]) -> Page:
 def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
     """One run's viewer page (``run_html``), with links to its trials' own pages."""
     _known_run(store, name)
-    trials = sorted(
-        store.trials(name), key=lambda t: (_WORST.get(t["verdict"], 3), t["case_id"], t["idx"])
-    )
+    trials = sorted(store.trials(name), key=lambda t: (_WORST[t.verdict], t.case_id, t.idx))
     rows = [
         [
-            _e(t["case_id"]),
-            _e(t["idx"]),
-            _badge(t["verdict"]),
-            _a(_href("runs", name, "trials", t["case_id"], t["idx"]), "transcript"),
+            _e(t.case_id),
+            _e(t.idx),
+            _badge(t.verdict),
+            _a(_href("runs", name, "trials", t.case_id, t.idx), "transcript"),
         ]
         for t in trials
     ]
@@ -180,49 +185,33 @@ def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
 def trial_page(store: Store, query: dict[str, list[str]], name: str, case: str, idx: str) -> Page:
     """One trial: its verdict, cause and grades, then its cassette's transcript."""
     _known_run(store, name)
-    by_case: dict[str, list[TrialRow]] = {}
+    by_case: dict[str, list[TrialRecord]] = {}
     for t in store.trials(name):
-        by_case.setdefault(t["case_id"], []).append(t)
+        by_case.setdefault(t.case_id, []).append(t)
     if case not in by_case:
         raise _Missing(
             f"run {name!r} has no case {case!r}",
             exists=[
-                (f"case {c}", _href("runs", name, "trials", c, rows[0]["idx"]))
+                (f"case {c}", _href("runs", name, "trials", c, rows[0].idx))
                 for c, rows in by_case.items()
             ],
         )
-    row = next((t for t in by_case[case] if str(t["idx"]) == idx), None)
+    row = next((t for t in by_case[case] if str(t.idx) == idx), None)
     if row is None:
         raise _Missing(
             f"case {case!r} of run {name!r} has no trial {idx!r}",
             exists=[
-                (f"trial {t['idx']} ({t['verdict']})", _href("runs", name, "trials", case, i))
+                (f"trial {t.idx} ({t.verdict.value})", _href("runs", name, "trials", case, t.idx))
                 for t in by_case[case]
-                for i in [t["idx"]]
             ],
         )
-    grades = [g for g in store.grades(name) if g["case_id"] == case and g["idx"] == row["idx"]]
-    grade_rows = [
-        [
-            _e(g["grader"]),
-            _badge(g["verdict"]),
-            _num(g["score"]) + (" (veto)" if g["veto"] else ""),
-            "<br>".join(_e(line) for line in g["evidence"]) or "-",
-        ]
-        for g in grades
-    ]
     siblings = " ".join(
-        _a(_href("runs", name, "trials", case, t["idx"]), f"{t['idx']} ({t['verdict']})")
+        _a(_href("runs", name, "trials", case, t.idx), f"{t.idx} ({t.verdict.value})")
         if t is not row
-        else f"<b>{_e(t['idx'])}</b>"
+        else f"<b>{_e(t.idx)}</b>"
         for t in by_case[case]
     )
-    cause = "".join(
-        f'<div class="cause"><b>{_e(row["cause"])}</b>: {_e(line)}</div>'
-        for line in row["cause_detail"]
-        if row["cause"]
-    )
-    cassette = _load(row["cassette"], store)
+    cassette = _load(row.cassette, store)
     transcript = (
         transcript_html(cassette)
         if isinstance(cassette, Cassette)
@@ -233,18 +222,18 @@ def trial_page(store: Store, query: dict[str, list[str]], name: str, case: str, 
             (f"run {name}", _href("runs", name)),
             (f"{case} trial {idx}", _href("runs", name, "trials", case, idx)),
         )
-        + f"<h1>run {_e(name)}: case {_e(case)}, trial {_e(row['idx'])} "
-        + f"{_badge(row['verdict'])}</h1><p>trials of this case: {siblings}</p>{cause}"
-        + _table(["grader", "verdict", "score", "evidence"], grade_rows, "grades")
+        + f"<h1>run {_e(name)}: case {_e(case)}, trial {_e(row.idx)} "
+        + f"{_badge(row.verdict)}</h1><p>trials of this case: {siblings}</p>{cause_html(row)}"
+        + grades_html(row, "-")
         + f'<h2>transcript</h2><div id="transcript">{transcript}</div>'
     )
     return _ok(f"run {name}: {case} trial {idx}", body)
 
 
-def _failing_trial(change: CaseChange, trials: list[TrialRow]) -> TrialRow | None:
+def _failing_trial(change: CaseChange, trials: list[TrialRecord]) -> TrialRecord | None:
     """B's trial behind ``change.failing_cassette`` (else its first that did not pass)."""
-    failing = [t for t in trials if t["verdict"] != "pass"]
-    chosen = [t for t in failing if t["cassette"] == change.failing_cassette]
+    failing = [t for t in trials if not t.passed]
+    chosen = [t for t in failing if t.cassette == change.failing_cassette]
     return next(iter(chosen or failing), None)
 
 
@@ -257,16 +246,16 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
     _known_run(store, b)
     comparison = compare_runs(store, a, b)
     changes = list(comparison.changes)
-    trials_b: dict[str, list[TrialRow]] = {}
+    trials_b: dict[str, list[TrialRecord]] = {}
     for t in store.trials(b):
-        trials_b.setdefault(t["case_id"], []).append(t)
+        trials_b.setdefault(t.case_id, []).append(t)
     changes.sort(key=lambda c: (not c.newly_failing, c.change is None, c.change or 0.0, c.case_id))
 
     def trial_link(c: CaseChange, text: str) -> str:
         t = _failing_trial(c, trials_b.get(c.case_id, []))
         if t is None:
             return _e(text)
-        return _a(_href("runs", b, "trials", c.case_id, t["idx"]), text, **{"class": "failing"})
+        return _a(_href("runs", b, "trials", c.case_id, t.idx), text, **{"class": "failing"})
 
     newly = [c for c in changes if c.newly_failing]
     items = "".join(

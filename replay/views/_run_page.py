@@ -1,24 +1,16 @@
 """The HTML viewer's page of a run: its summary, failures by cause, cases, then each trial.
 
-One self-contained page (no network, no templates), read from the store.
+One self-contained page (no network, no templates), read from the store's records.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from recorder import Cassette
 
-from ..results import (
-    CaseReport,
-    CauseGroup,
-    GradeRow,
-    Store,
-    TrialRow,
-    build_report,
-    worst_first,
-)
+from ..graders import Verdict
+from ..results import CaseReport, CauseGroup, Store, TrialRecord, build_report, worst_first
 from ._html import (
     _badge,
     _e,
@@ -39,7 +31,14 @@ _EAGER = 50
 text (a ``<script type="text/html">``) until its ``<details>`` is first opened, so that a
 page of 1,000 trials loads without building every transcript's DOM."""
 
-_ORDER = {"fail": 0, "unsupported": 1, "error": 2, "unknown": 3, "pass": 4}
+_ORDER = {
+    Verdict.FAIL: 0,
+    Verdict.UNSUPPORTED: 1,
+    Verdict.ERROR: 2,
+    Verdict.UNKNOWN: 3,
+    Verdict.PASS: 4,
+}
+"""The order a case's trials are shown in: those that did not pass first."""
 
 
 def _anchor(case: int, idx: int) -> str:
@@ -47,48 +46,56 @@ def _anchor(case: int, idx: int) -> str:
     return f"case-{case}-trial-{idx}"
 
 
-def _trial(
-    row: TrialRow, grades: list[GradeRow], view: str, compare: str, eager: bool, anchor: str
-) -> str:
+def _trial(trial: TrialRecord, view: str, compare: str, eager: bool, anchor: str) -> str:
     """One trial as ``<details>``: open with its body if ``eager``, else closed and inert."""
-    verdict = row["verdict"]
-    given, taken = row.get("input_tokens"), row.get("output_tokens")
+    usage = trial.usage
+    given, taken = usage.input_tokens, usage.output_tokens
     known = given is not None and taken is not None
     tokens = f"{(given or 0) + (taken or 0)} tokens" if known else "tokens unknown"
-    guards = row.get("guards") or []
-    hit = f' <span class="guard">limit hit: {_e(", ".join(guards))}</span>' if guards else ""
+    guards = ", ".join(guard.value for guard in trial.guards)
+    hit = f' <span class="guard">limit hit: {_e(guards)}</span>' if guards else ""
     head = (
-        f"{_e(row['case_id'])} trial {_e(row['idx'])} {_badge(verdict)}{hit} "
-        f'<span class="meta">{_e(row.get("steps") or 0)} steps, {tokens}, '
-        f"{_num(row.get('latency'))} s</span>"
+        f"{_e(trial.case_id)} trial {_e(trial.idx)} {_badge(trial.verdict)}{hit} "
+        f'<span class="meta">{_e(usage.steps or 0)} steps, {tokens}, '
+        f"{_num(usage.latency)} s</span>"
     )
-    rows = [
-        [
-            _e(g["grader"]),
-            _badge(g["verdict"]),
-            _num(g["score"]) + (" (veto)" if g.get("veto") else ""),
-            "<br>".join(_e(line) for line in g["evidence"]) or '<span class="meta">-</span>',
-        ]
-        for g in grades
-    ]
-    misses = "".join(
+    body = cause_html(trial) + grades_html(trial, '<span class="meta">-</span>')
+    body += "".join(
         f'<div class="miss"><b>unsupported: nearest recorded call</b><pre>{_e(line)}</pre></div>'
-        for g in grades
-        if g["grader"] == "replay"
-        for line in g["evidence"]
+        for g in trial.grades
+        if g.grader == "replay"
+        for line in g.evidence
     )
-    cause = "".join(
-        f'<div class="cause"><b>{_e(row["cause"])}</b>: {_e(line)}</div>'
-        for line in (row.get("cause_detail") or [])
-        if row.get("cause")
-    )
-    body = cause + _table(["grader", "verdict", "score", "evidence"], rows, "grades") + misses
     body += compare + view
     return (
-        f'<details class="trial trial-{_e(verdict)}"{" open" if eager else ""}>'
+        f'<details class="trial trial-{_e(trial.verdict.value)}"{" open" if eager else ""}>'
         f'<summary id="{_e(anchor)}">{head}</summary>'
         f"{body if eager else _inert(body)}</details>"
     )
+
+
+def cause_html(trial: TrialRecord) -> str:
+    """Why an ``error`` trial is one when no grade is to blame (its cause), one line each."""
+    if trial.cause is None:
+        return ""
+    return "".join(
+        f'<div class="cause"><b>{_e(trial.cause.value)}</b>: {_e(line)}</div>'
+        for line in trial.cause_detail
+    )
+
+
+def grades_html(trial: TrialRecord, no_evidence: str) -> str:
+    """A trial's grades as a table (``no_evidence`` in a grade's empty evidence cell)."""
+    rows = [
+        [
+            _e(g.grader),
+            _badge(g.verdict),
+            _num(g.score) + (" (veto)" if g.veto else ""),
+            "<br>".join(_e(line) for line in g.evidence) or no_evidence,
+        ]
+        for g in trial.grades
+    ]
+    return _table(["grader", "verdict", "score", "evidence"], rows, "grades")
 
 
 def _case_table(cases: list[CaseReport]) -> str:
@@ -168,7 +175,7 @@ class _Pages:
         return self.transcripts[key]
 
 
-def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, pages: _Pages) -> str:
+def _case_section(i: int, case: CaseReport, trials: list[TrialRecord], pages: _Pages) -> str:
     out = [f'<h2 id="case-{i}">case {_e(case.case_id)}</h2>']
     if case.failures:
         lines = "".join(f"<li>{n} &times; {_e(line)}</li>" for line, n in case.failures)
@@ -176,20 +183,19 @@ def _case_section(i: int, case: CaseReport, trials: list[Any], grades: Any, page
     if case.guards:
         fired = ", ".join(f"{_e(guard)} in {n}" for guard, n in case.guards.items())
         out.append(f'<p class="guard">limits hit: {fired} (error trials)</p>')
-    trials = sorted(trials, key=lambda t: (_ORDER.get(t["verdict"], 3), t["idx"]))
-    passing = [(t["idx"], pages.load(t["cassette"])) for t in trials if t["verdict"] == "pass"]
+    trials = sorted(trials, key=lambda t: (_ORDER[t.verdict], t.idx))
+    passing = [(t.idx, pages.load(t.cassette)) for t in trials if t.passed]
     good = [(idx, c) for idx, c in passing if isinstance(c, Cassette)][:1]
     for t in trials:
-        cassette, compare = pages.load(t["cassette"]), ""
-        if isinstance(cassette, Cassette) and good and t["verdict"] != "pass":
-            label = f"trial {t['idx']} ({t['verdict']})"
+        cassette, compare = pages.load(t.cassette), ""
+        if isinstance(cassette, Cassette) and good and not t.passed:
+            label = f"trial {t.idx} ({t.verdict.value})"
             compare = compare_html(cassette, good[0][1], label, f"trial {good[0][0]} (pass)")
-        eager = t["verdict"] != "pass" and pages.eager > 0
+        eager = not t.passed and pages.eager > 0
         pages.eager -= eager
-        pages.closed += t["verdict"] != "pass" and not eager
-        view = pages.view(t["cassette"])
-        anchor = _anchor(i, t["idx"])
-        out.append(_trial(t, grades.get(t["idx"], []), view, compare, eager, anchor))
+        pages.closed += not t.passed and not eager
+        view = pages.view(t.cassette)
+        out.append(_trial(t, view, compare, eager, _anchor(i, t.idx)))
     return "".join(out)
 
 
@@ -251,15 +257,12 @@ def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
         ),
         f"</div></div>{_causes(report.causes, sections)}<h2>cases</h2>{_case_table(cases)}",
     ]
-    trials: dict[str, list[TrialRow]] = {}
-    grades: dict[str, dict[int, list[GradeRow]]] = {}
-    for row in store.trials(name):
-        trials.setdefault(row["case_id"], []).append(row)
-    for g in store.grades(name):
-        grades.setdefault(g["case_id"], {}).setdefault(g["idx"], []).append(g)
+    trials: dict[str, list[TrialRecord]] = {}
+    for trial in report.trials:
+        trials.setdefault(trial.case_id, []).append(trial)
     pages = _Pages(store)
     for i, c in enumerate(cases):
-        out.append(_case_section(i, c, trials.get(c.case_id, []), grades.get(c.case_id, {}), pages))
+        out.append(_case_section(i, c, trials.get(c.case_id, []), pages))
     if pages.closed:
         out.insert(
             1,

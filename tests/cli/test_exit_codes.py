@@ -69,7 +69,7 @@ def test_a_run_exits_by_its_verdicts_unless_it_is_a_measurement(store: str) -> N
     assert code == ExitCode.FAILED  # verdict fail
     code, _, _ = replay("run", CASE, "--run", "crash", "--store", store, *CRASH)
     assert code == ExitCode.FAILED  # an error of cause agent
-    assert Store(store).trials("crash")[0]["cause"] == "agent"
+    assert Store(store).trials("crash")[0].cause == "agent"
     code, out, _ = replay("run", CASE, "--run", "measured", "--store", store, *IDLE, "--measure")
     assert code == ExitCode.OK
     assert "--measure: exit 0 (the verdicts alone: 1 FAILED)" in out
@@ -82,7 +82,7 @@ def test_a_run_exits_by_its_verdicts_unless_it_is_a_measurement(store: str) -> N
         ]  # fmt: skip
         code, out, _ = replay("run", CASE, "--run", "v2", *offline)
         assert code == ExitCode.INCOMPLETE
-        assert [t["verdict"] for t in Store(store).trials("v2")] == ["unsupported"]
+        assert [t.verdict for t in Store(store).trials("v2")] == ["unsupported"]
         assert "exit 3 (INCOMPLETE): nothing failed, but some trials could not be judged" in out
         code, _, _ = replay("run", CASE, "--run", "v2-measured", *offline, "--measure")
         assert code == ExitCode.OK
@@ -162,7 +162,7 @@ def test_grade_and_check_cases_exit_by_the_same_rule(store: str, tmp_path: Path)
     assert (code, out.splitlines()[0]) == (ExitCode.INCOMPLETE, "refund-4812: unknown")
     replay("run", CASE, "--run", "crash", "--store", store, *CRASH)
     (crashed,) = Store(store).trials("crash")
-    code, out, _ = replay("grade", str(crashed["cassette"]), "--case", CASE)
+    code, out, _ = replay("grade", str(crashed.cassette), "--case", CASE)
     assert code == ExitCode.FAILED, out
     code, out, _ = replay("check-cases", undecided, *TOOLS)
     assert code == ExitCode.INCOMPLETE

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from examples.shop import refund_policy
+from replay.graders import Cause, Verdict
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 
@@ -235,16 +237,16 @@ def test_a_case_only_the_candidate_has_newly_fails_when_it_fails(
     results = Store(store)
     base = results.run("base")
     assert base is not None
-    results.start_run("plus", base["spec"], base["pins"])
+    results.start_run("plus", dict(base.spec), dict(base.pins))
     for trial in results.trials("base"):
-        row = {k: v for k, v in trial.items() if k != "run"}
-        results.add_trial("plus", row, [])
-        results.add_trial("plus", {**row, "case_id": "new-fail", "verdict": "fail"}, [])
-        limit = {**row, "case_id": "new-limit", "verdict": "error", "cause": "limit"}
-        results.add_trial("plus", limit, [])  # ran past a limit: the agent's doing
-        results.add_trial("plus", {**limit, "case_id": "new-server", "cause": "server"}, [])
+        row = replace(trial, grades=())
+        results.add_trial("plus", row)
+        results.add_trial("plus", replace(row, case_id="new-fail", verdict=Verdict.FAIL))
+        limit = replace(row, case_id="new-limit", verdict=Verdict.ERROR, cause=Cause.LIMIT)
+        results.add_trial("plus", limit)  # ran past a limit: the agent's doing
+        results.add_trial("plus", replace(limit, case_id="new-server", cause=Cause.SERVER))
         results.add_trial(
-            "plus", {**row, "case_id": "new-unsupported", "verdict": "unsupported"}, []
+            "plus", replace(row, case_id="new-unsupported", verdict=Verdict.UNSUPPORTED)
         )
     results.finish_run("plus")
     junit = tmp_path / "junit.xml"
@@ -291,10 +293,10 @@ def test_a_run_not_finished_or_without_trials_is_a_one_line_error(store: str) ->
     results = Store(store)
     base = results.run("base")
     assert base is not None
-    results.start_run("half", base["spec"], base["pins"])
+    results.start_run("half", dict(base.spec), dict(base.pins))
     (first, *_) = results.trials("base")
-    results.add_trial("half", {k: v for k, v in first.items() if k != "run"}, [])
-    results.start_run("empty", base["spec"], base["pins"])
+    results.add_trial("half", first)
+    results.start_run("empty", dict(base.spec), dict(base.pins))
     results.finish_run("empty")
     for args, message in [
         (["--candidate", "half", "--min-pass1", "0"], "run 'half' is not finished (1 of 8 trials)"),

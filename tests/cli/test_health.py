@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from replay import Store, load_case
+from replay import Store, Suite, TrialRecord, load_case
+from replay.graders import Verdict
 from tests.helpers import REPO, replay
 
 
@@ -15,14 +15,10 @@ def store_with(path: Path, runs: dict[str, list[tuple[str, str, str]]]) -> str:
     for name, trials in runs.items():
         store.start_run(name, {}, {})
         for idx, (case, suite, verdict) in enumerate(trials):
-            row = {
-                "case_id": case,
-                "idx": idx,
-                "suite": suite,
-                "verdict": verdict,
-                "tags": json.dumps([]),
-            }
-            store.add_trial(name, row, [])
+            record = TrialRecord(
+                case_id=case, idx=idx, suite=Suite(suite), verdict=Verdict(verdict)
+            )
+            store.add_trial(name, record)
     return str(path)
 
 

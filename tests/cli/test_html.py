@@ -7,7 +7,7 @@ through playwright, with every non-file request aborted.
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import re
 import struct
 import time
@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from examples.shop import naive_refund_policy
-from replay import Store, run_html
+from replay import GradeRecord, Store, TrialRecord, run_html
+from replay.graders import Cause, Verdict
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 
@@ -118,7 +119,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Viewer:
     assert code == 0 and out == f"wrote {page}\n"
     verdicts: dict[str, list[str]] = {}
     for trial in Store(store).trials("flaky"):
-        verdicts.setdefault(trial["case_id"], []).append(trial["verdict"])
+        verdicts.setdefault(trial.case_id, []).append(trial.verdict.value)
     assert all({"pass", "fail"} <= set(v) for v in verdicts.values()), verdicts
     return Viewer(store, page, verdicts)
 
@@ -152,15 +153,16 @@ def test_report_page_is_self_contained_and_complete(viewer: Viewer) -> None:
 
 
 def test_show_html_writes_one_transcript(viewer: Viewer) -> None:
-    trial = next(t for t in Store(viewer.store).trials("flaky") if t["verdict"] == "fail")
+    trial = next(t for t in Store(viewer.store).trials("flaky") if t.verdict is Verdict.FAIL)
+    assert trial.cassette is not None
     out = viewer.page.with_name("show.html")
-    code, stdout, _ = replay("show", trial["cassette"], "--html", str(out))
+    code, stdout, _ = replay("show", trial.cassette, "--html", str(out))
     assert code == 0 and stdout == f"wrote {out}\n"
     page = out.read_text()
     assert_self_contained(page)
     assert "<code>issue_refund</code>" in page and "final answer" in page
     assert page.count('<span class="s-inserted">inserted</span>') >= 2  # the duplicate refund
-    code, _, err = replay("show", trial["cassette"], "--html", str(out), "--json")
+    code, _, err = replay("show", trial.cassette, "--html", str(out), "--json")
     assert code == 2 and "cannot be used together" in err
 
 
@@ -168,12 +170,12 @@ def test_recorded_text_is_escaped_and_a_missing_cassette_is_one_line(tmp_path: P
     store = Store(tmp_path / "r.db")
     store.start_run("evil", {}, {"note": "<script>alert(1)</script>"})
     miss = "lookup_order(order_id=9): nearest recorded lookup_order(order_id=4812) <b>x</b>"
-    for idx, verdict in enumerate(["pass", "unsupported"]):
-        store.add_trial(
-            "evil",
-            {"case_id": "c<1>", "idx": idx, "verdict": verdict, "cassette": f"/nowhere/{idx}"},
-            [{"grader": "replay", "verdict": verdict, "evidence": json.dumps([miss] * idx)}],
+    for idx, verdict in enumerate([Verdict.PASS, Verdict.UNSUPPORTED]):
+        grade = GradeRecord("replay", verdict, evidence=(miss,) * idx)
+        record = TrialRecord(
+            case_id="c<1>", idx=idx, verdict=verdict, cassette=f"/nowhere/{idx}", grades=(grade,)
         )
+        store.add_trial("evil", record)
     page = run_html(store, "evil")
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>x</b>" not in page and "c&lt;1&gt;" in page
@@ -189,8 +191,8 @@ def test_only_the_first_50_failing_trials_start_open(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     store.start_run("many", {}, {})
     for idx in range(60):
-        trial = {"case_id": f"c{idx % 2}", "idx": idx, "verdict": "fail", "cassette": ""}
-        store.add_trial("many", trial, [])
+        trial = TrialRecord(case_id=f"c{idx % 2}", idx=idx, verdict=Verdict.FAIL, cassette="")
+        store.add_trial("many", trial)
     page = run_html(store, "many")
     details = re.findall(r'<details class="trial trial-fail"( open)?>', page)
     assert len(details) == 60 and details.count(" open") == 50
@@ -265,24 +267,21 @@ def thousand_trials(viewer: Viewer, path: Path) -> Store:
     case 0's trial 1 passes with a cassette path full of markup that cannot be read.
     """
     source = Store(viewer.store)
-    rows = [t for t in source.trials("flaky") if t["case_id"] == "refund-4812"]
-    failing = next(t for t in rows if t["verdict"] == "fail")
-    templates = [failing, *[t for t in rows if t["verdict"] == "pass"][:2]]
-    grades: dict[int, list[dict[str, Any]]] = {}
-    for g in source.grades("flaky"):
-        if g["case_id"] == "refund-4812":
-            grade = {k: g[k] for k in ("grader", "verdict", "score", "veto")}
-            grades.setdefault(g["idx"], []).append({**grade, "evidence": json.dumps(g["evidence"])})
+    rows = [t for t in source.trials("flaky") if t.case_id == "refund-4812"]
+    failing = next(t for t in rows if t.verdict is Verdict.FAIL)
+    templates = [failing, *[t for t in rows if t.passed][:2]]
     store = Store(path)
     store.start_run("big", {}, {"grader_version": 1})
     for n in range(1000):
         case, idx = divmod(n, 50)
         template = templates[0] if idx % 5 == 4 else templates[1 + idx % 2]
-        row = {k: v for k, v in template.items() if k != "run"}
-        row |= {"case_id": f"case-{case:02d}", "idx": idx, "suite": "scale"}
+        grades = tuple(
+            GradeRecord(g.grader, g.verdict, g.score, g.veto, g.evidence) for g in template.grades
+        )
+        record = dataclasses.replace(template, case_id=f"case-{case:02d}", idx=idx, grades=grades)
         if n == 1:
-            row["cassette"] = EVIL_PATH
-        store.add_trial("big", row, grades[template["idx"]])
+            record = dataclasses.replace(record, cassette=EVIL_PATH)
+        store.add_trial("big", record)
     return store
 
 
@@ -340,8 +339,8 @@ def test_a_thousand_trials_render_lazily_and_load_fast(viewer: Viewer, tmp_path:
 def test_no_pass_k_column_it_cannot_compute(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     store.start_run("broken", {}, {})
-    for idx, verdict in enumerate(["error", "unsupported", "error"]):
-        store.add_trial("broken", {"case_id": "c", "idx": idx, "verdict": verdict}, [])
+    for idx, verdict in enumerate([Verdict.ERROR, Verdict.UNSUPPORTED, Verdict.ERROR]):
+        store.add_trial("broken", TrialRecord(case_id="c", idx=idx, verdict=verdict))
     page = run_html(store, "broken")
     heads = re.findall(r"<th>([^<]*)</th>", page.split('id="cases"')[1].split("</thead>")[0])
     assert heads == ["case", "suite", "n", "c", "pass^1", "interval", "verdicts"]
@@ -349,7 +348,7 @@ def test_no_pass_k_column_it_cannot_compute(tmp_path: Path) -> None:
     # One graded trial each: pass^1 alone, not twice.
     store.start_run("once", {}, {})
     for case in ("a", "b"):
-        store.add_trial("once", {"case_id": case, "idx": 0, "verdict": "pass"}, [])
+        store.add_trial("once", TrialRecord(case_id=case, idx=0, verdict=Verdict.PASS))
     head = run_html(store, "once").split('id="cases"')[1].split("</thead>")[0]
     assert re.findall(r"<th>([^<]*)</th>", head).count("pass^1") == 1
 
@@ -366,7 +365,7 @@ def test_the_case_table_is_worst_first(tmp_path: Path) -> None:
     }
     for case, seen in verdicts.items():
         for idx, verdict in enumerate(seen):
-            store.add_trial("r", {"case_id": case, "idx": idx, "verdict": verdict}, [])
+            store.add_trial("r", TrialRecord(case_id=case, idx=idx, verdict=Verdict(verdict)))
     page = run_html(store, "r")
     table = page.split('id="cases"')[1].split("</table>")[0]
     order = ["c-errors", "f-all-fail", "b-half", "d-pass-and-unsupported", "a-all-pass"]
@@ -380,12 +379,16 @@ def many_failures(path: Path) -> Store:
     store = Store(path)
     store.start_run("many", {}, {})
     for idx in range(60):
-        grade = {"grader": "state", "verdict": "fail", "evidence": json.dumps([f"no {idx}"])}
-        store.add_trial("many", {"case_id": "c", "idx": idx, "verdict": "fail"}, [grade])
-    crash = ["agent raised RuntimeError: boom"]
-    row = {"verdict": "error", "cause": "agent", "cause_detail": crash}
-    store.add_trial("many", {"case_id": "d", "idx": 0, **row}, [])
-    store.add_trial("many", {"case_id": "d", "idx": 1, "verdict": "pass"}, [])
+        grade = GradeRecord("state", Verdict.FAIL, evidence=(f"no {idx}",))
+        store.add_trial(
+            "many", TrialRecord(case_id="c", idx=idx, verdict=Verdict.FAIL, grades=(grade,))
+        )
+    crash = ("agent raised RuntimeError: boom",)
+    error = TrialRecord(
+        case_id="d", idx=0, verdict=Verdict.ERROR, cause=Cause.AGENT, cause_detail=crash
+    )
+    store.add_trial("many", error)
+    store.add_trial("many", TrialRecord(case_id="d", idx=1, verdict=Verdict.PASS))
     return store
 
 
@@ -404,7 +407,7 @@ def test_the_page_lists_failures_by_cause_before_the_cases(tmp_path: Path) -> No
     assert page.index('<div id="causes">') < page.index('id="cases"')
     store = Store(tmp_path / "r.db")
     store.start_run("fine", {}, {})
-    store.add_trial("fine", {"case_id": "c", "idx": 0, "verdict": "pass"}, [])
+    store.add_trial("fine", TrialRecord(case_id="c", idx=0, verdict=Verdict.PASS))
     assert '<p class="meta" id="causes">no trial failed</p>' in run_html(store, "fine")
 
 

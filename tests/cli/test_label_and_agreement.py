@@ -50,7 +50,7 @@ def test_a_judge_that_cannot_answer_makes_trials_unknown_out_of_pass_k_and_queue
 ) -> None:
     store = str(tmp_path / "results.db")
     run_judged(case, store, "r", judge, "-k", "2", "--judge-min-labels", "0")
-    assert [t["verdict"] for t in Store(store).trials("r")] == ["unknown", "unknown"]
+    assert [t.verdict for t in Store(store).trials("r")] == ["unknown", "unknown"]
     _, out, _ = replay("report", "r", "--store", store, "--json")
     (row,) = json.loads(out)["cases"]
     assert (row["n"], row["verdicts"].get("unknown")) == (0, 2)  # out of the denominator
@@ -67,15 +67,15 @@ def test_an_uncalibrated_judge_is_advisory_until_labels_agree(case: str, tmp_pat
     harsh = JudgePolicy(default="fail")
     run_judged(case, store, "first", harsh, "-k", "2", "--judge-min-labels", "2")
     trials = Store(store).trials("first")
-    assert [t["verdict"] for t in trials] == ["pass", "pass"]  # the judge's fail does not count
-    (grade,) = [g for g in Store(store).grades("first") if g["grader"] == "judge:tone"][:1]
-    assert grade["advisory"] == 1 and grade["meta"]["model"] == "judge-1"
+    assert [t.verdict for t in trials] == ["pass", "pass"]  # the judge's fail does not count
+    (grade,) = [g for t in trials for g in t.grades if g.grader == "judge:tone"][:1]
+    assert grade.advisory and grade.meta["model"] == "judge-1"
     for trial in ("refund-4812#0", "refund-4812#1"):  # humans agree with the judge: fail
         replay("label", "first", trial, "fail", "--store", store)
     _, out, _ = replay("judge-agreement", "first", "--store", store, "--min-labels", "2")
     assert "tone: calibrated, its grades count" in out
     run_judged(case, store, "second", harsh, "--judge-min-labels", "2")
-    assert Store(store).trials("second")[0]["verdict"] == "fail"  # now it gates
+    assert Store(store).trials("second")[0].verdict == "fail"  # now it gates
 
 
 class Sequenced:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from replay import FailureCause, Store, build_report, run_html
+from replay import FailureCause, GradeRecord, Store, TrialRecord, build_report, run_html
+from replay.graders import Cause, Verdict
+from replay.modes import Guard
 from tests.helpers import replay
 
 
@@ -45,7 +47,7 @@ def test_a_crash_comes_before_the_assertions_it_broke_and_its_traceback_is_shown
         in causes
     )
     (trial, _) = Store(store).trials("r")
-    code, out, _ = replay("show", trial["cassette"])
+    code, out, _ = replay("show", trial.cassette)
     assert "RuntimeError: the agent fell over" in out
     assert 'raise RuntimeError("the agent fell over")' in out  # the traceback's last frames
     assert "<summary>traceback</summary>" in run_html(Store(store), "r")
@@ -56,16 +58,22 @@ LONG = "reserve-widgets-for-alice-before-the-spring-sale-" + "x" * 40
 
 
 def _trial(store: Store, case: str, idx: int, verdict: str, **row: Any) -> None:
-    grades = row.pop("grades", [])
-    trial = {"case_id": case, "idx": idx, "verdict": verdict, "cassette": "", **row}
-    store.add_trial(
-        "r",
-        trial,
-        [
-            {"grader": g, "verdict": v, "veto": int(veto), "evidence": json.dumps([e])}
-            for g, v, veto, e in grades
-        ],
+    grades = tuple(
+        GradeRecord(g, Verdict(v), veto=veto, evidence=(e,))
+        for g, v, veto, e in row.get("grades", [])
     )
+    cause = row.get("cause")
+    trial = TrialRecord(
+        case_id=case,
+        idx=idx,
+        verdict=Verdict(verdict),
+        cassette="",
+        cause=None if cause is None else Cause(cause),
+        cause_detail=tuple(row.get("cause_detail", ())),
+        guards=tuple(Guard(g) for g in row.get("guards", ())),
+        grades=grades,
+    )
+    store.add_trial("r", trial)
 
 
 def every_cause(path: Path) -> Store:

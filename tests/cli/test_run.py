@@ -16,7 +16,8 @@ import pytest
 
 from examples.shop import refund_policy
 from recorder import read_cassette
-from replay import Store
+from replay import GradeRecord, Store, TrialRecord
+from replay.graders import Verdict
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 
@@ -85,7 +86,7 @@ def test_review_and_offline_runs_from_recorded_cassettes(store: str, tmp_path: P
         "run", CASE, "--run", "again", "--mode", "review", "--cassettes", recorded, "--store", store
     )
     assert code == 0
-    assert [t["verdict"] for t in Store(store).trials("again")] == ["pass", "pass"]
+    assert [t.verdict for t in Store(store).trials("again")] == ["pass", "pass"]
     code, _, _ = replay(
         "run",
         CASE,
@@ -102,11 +103,11 @@ def test_review_and_offline_runs_from_recorded_cassettes(store: str, tmp_path: P
         *AGENT,
     )
     assert code == 0
-    assert [t["verdict"] for t in Store(store).trials("off")] == ["pass"] * 3
+    assert [t.verdict for t in Store(store).trials("off")] == ["pass"] * 3
     trials = Store(store).trials("off")
-    sources = {read_cassette(t["cassette"]).header.pins.user["recorded"] for t in trials}
+    sources = {read_cassette(t.cassette).header.pins.user["recorded"] for t in trials}
     assert sources == {str(p) for p in Path(recorded).glob("*.cassette")}  # which one each replayed
-    cassette = Store(store).trials("record")[0]["cassette"]
+    cassette = Store(store).trials("record")[0].cassette
     code, out, _ = replay("grade", cassette, "--case", CASE)
     assert code == 0 and out.startswith("refund-4812: pass")
 
@@ -196,8 +197,8 @@ def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
         code, _, _ = replay("run", "--run", "killed", "--resume", "--store", store)
     assert code == 0
     trials = Store(store).trials("killed")
-    assert sorted(t["idx"] for t in trials) == list(range(20))
-    assert Store(store).run("killed")["finished"]  # type: ignore[index]
+    assert sorted(t.idx for t in trials) == list(range(20))
+    assert Store(store).run("killed").finished  # type: ignore[union-attr]
 
 
 def test_ctrl_c_says_how_to_resume_and_the_hint_for_a_used_name_works(store: str) -> None:
@@ -221,7 +222,7 @@ def test_ctrl_c_says_how_to_resume_and_the_hint_for_a_used_name_works(store: str
         assert code == 2 and hint in err
         code, _, err = replay(*hint.strip("`").split()[1:])  # the hint, as given
         assert code == 0, err
-    assert sorted(t["idx"] for t in Store(store).trials("stopped")) == list(range(20))
+    assert sorted(t.idx for t in Store(store).trials("stopped")) == list(range(20))
 
 
 @pytest.mark.parametrize(
@@ -256,8 +257,9 @@ def test_report_without_a_store_creates_nothing(tmp_path: Path) -> None:
 def test_a_trial_and_its_grades_are_stored_together(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     store.start_run("r", {}, {})
-    with pytest.raises(KeyError):
-        store.add_trial("r", {"case_id": "c", "idx": 0, "verdict": "pass"}, [{"grader": "state"}])
+    grade = GradeRecord("state", Verdict.PASS, meta={"model": object()})  # no JSON: fails last
+    with pytest.raises(TypeError):
+        store.add_trial("r", TrialRecord(case_id="c", idx=0, verdict=Verdict.PASS, grades=(grade,)))
     assert store.finished_trials("r") == set()
 
 
@@ -327,7 +329,7 @@ def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
     assert code == 0, err
     assert "the mcp SDK is missing (No module named 'mcp'): pip install 'agent-replay[mcp]'" in err
     assert "(--isolation none" in err
-    assert [t["verdict"] for t in Store(store).trials("r")] == ["pass"]
+    assert [t.verdict for t in Store(store).trials("r")] == ["pass"]
     code, _, err = replay(
         "run", CASE, "--run", "p", "--store", store, "--isolation", "process", *AGENT,
         "--llm-url", "http://127.0.0.1:9/v1",

@@ -43,21 +43,20 @@ def _case(folder: Path, case_id: str, instruction: str) -> str:
 
 def _trials(store: str, run: str) -> dict[tuple[str, int], tuple[str, str | None, list[str]]]:
     return {
-        (t["case_id"], t["idx"]): (t["verdict"], t["cause"], t["guards"])
-        for t in Store(store).trials(run)
+        (t.case_id, t.idx): (t.verdict, t.cause, list(t.guards)) for t in Store(store).trials(run)
     }
 
 
 def _tokens(store: str, run: str, case_id: str) -> int:
-    (trial,) = [t for t in Store(store).trials(run) if t["case_id"] == case_id]
-    assert trial["input_tokens"] is not None and trial["output_tokens"] is not None
-    return trial["input_tokens"] + trial["output_tokens"]
+    (trial,) = [t for t in Store(store).trials(run) if t.case_id == case_id]
+    assert trial.usage.input_tokens is not None and trial.usage.output_tokens is not None
+    return trial.usage.input_tokens + trial.usage.output_tokens
 
 
 def _cassette(store: str, run: str, case_id: str, idx: int = 0) -> Path:
-    (trial,) = [t for t in Store(store).trials(run) if t["case_id"] == case_id and t["idx"] == idx]
-    assert trial["cassette"]
-    return Path(trial["cassette"])
+    (trial,) = [t for t in Store(store).trials(run) if t.case_id == case_id and t.idx == idx]
+    assert trial.cassette
+    return Path(trial.cassette)
 
 
 @pytest.fixture
@@ -96,8 +95,8 @@ def test_a_trial_over_its_token_cap_is_a_limit_error_and_its_neighbour_passes(
     )
     (raised,) = [e for e in events if isinstance(e, ErrorEvent)]
     assert raised.error.type == "openai.PermissionDeniedError"  # as for any failed call
-    (trial,) = [t for t in Store(store).trials("capped") if t["case_id"] == "chatty"]
-    assert trial["cause_detail"] == [
+    (trial,) = [t for t in Store(store).trials("capped") if t.case_id == "chatty"]
+    assert list(trial.cause_detail) == [
         f"the trial's LLM calls used {2 * one} tokens, more than its {cap} (--max-llm-tokens)"
     ]
 
@@ -205,8 +204,8 @@ def test_an_in_process_agent_past_its_deadline_is_left_behind_and_the_run_goes_o
         ("slow", 0): ("error", "limit", ["timeout"]),
         ("slow", 1): ("error", "limit", ["timeout"]),
     }
-    (trial,) = [t for t in Store(store).trials("late") if (t["case_id"], t["idx"]) == ("slow", 0)]
-    assert trial["cause_detail"] == ["the agent ran past its deadline of 0.5 s (--trial-timeout)"]
+    (trial,) = [t for t in Store(store).trials("late") if (t.case_id, t.idx) == ("slow", 0)]
+    assert trial.cause_detail == ("the agent ran past its deadline of 0.5 s (--trial-timeout)",)
     cassette = read_cassette(_cassette(store, "late", "slow"))
     (raised,) = [e for e in cassette.events if isinstance(e, ErrorEvent)]
     assert raised.error.type.endswith("LimitExceeded")

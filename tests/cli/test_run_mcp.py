@@ -44,7 +44,7 @@ def case(tmp_path: Path) -> str:
 
 
 def _verdicts(store: str, run: str) -> list[str]:
-    return [t["verdict"] for t in Store(store).trials(run)]
+    return [t.verdict for t in Store(store).trials(run)]
 
 
 def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
@@ -63,7 +63,7 @@ def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
     assert _verdicts(store, "live") == ["pass"] * 3
     stored = Store(store).run("live")
     assert stored is not None
-    assert stored["spec"]["agent"]["mcp_servers"]["sqlite"] == {
+    assert stored.spec["agent"]["mcp_servers"]["sqlite"] == {
         "command": [SERVER, "--db-path", "{world}"],
         "url": None,
         "env": {"API_TOKEN": "[REDACTED]", "LANG": "C"},  # never on disk
@@ -81,7 +81,7 @@ def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
 
     # A run stopped before its trials: --resume runs them from the stored spec and the
     # secret given again.
-    Store(store).start_run("later", {**stored["spec"], "name": "later"}, stored["pins"])
+    Store(store).start_run("later", {**stored.spec, "name": "later"}, dict(stored.pins))
     code, _, err = replay("run", "--run", "later", "--resume", "--store", store)
     assert code == 2 and "--mcp-env sqlite:API_TOKEN=..." in err
     code, _, err = replay("run", "--run", "later", "--resume", "--store", store, *server, *secret)
@@ -138,5 +138,5 @@ def test_a_url_server_is_stored_as_a_url_with_its_secrets_hidden_from_the_pins(
     stored = Store(store).run("r")
     assert stored is not None
     hidden = "https://[REDACTED]@mcp.example/mcp?token=[REDACTED]"
-    assert stored["spec"]["agent"]["mcp_servers"]["remote"]["url"] == hidden  # never on disk
-    assert stored["pins"]["mcp_servers"] == {"remote": {"url": hidden}}
+    assert stored.spec["agent"]["mcp_servers"]["remote"]["url"] == hidden  # never on disk
+    assert stored.pins["mcp_servers"] == {"remote": {"url": hidden}}

@@ -90,7 +90,7 @@ def test_planted_secrets_reach_no_byte_the_run_writes_and_resume_takes_them_agai
         code, said, err = replay("run", case, *common, *AGENT, *given)
         assert code == 0, err
         (trial, _) = Store(store).trials("pay")
-        cassette = Path(trial["cassette"])
+        cassette = Path(trial.cassette)
         shown = [replay("show", str(cassette)), replay("show", str(cassette), "--json")]
         shown += [replay("report", "pay", "--store", store)]
         shown += [replay("report", "pay", "--store", store, "--json")]
@@ -102,7 +102,7 @@ def test_planted_secrets_reach_no_byte_the_run_writes_and_resume_takes_them_agai
         assert [c.name for c in calls] == ["vault", "charge"]
         assert calls[1].args == {"card": "4242", "token": PLACEHOLDER}
         assert calls[1].error is not None and PLACEHOLDER in calls[1].error.message
-        assert trial["verdict"] == "pass"
+        assert trial.verdict == "pass"
 
         written = _bytes_under(tmp_path) + said.encode() + err.encode()
         written += b"".join((o + e).encode() for _, o, e in shown)
@@ -143,6 +143,6 @@ def test_redact_tool_replaces_a_result_path_in_the_trials_cassettes(
         )  # fmt: skip
     assert code == 0, err
     (trial,) = Store(store).trials("r")
-    calls = [e for e in read_cassette(trial["cassette"]).events if isinstance(e, ToolEvent)]
+    calls = [e for e in read_cassette(trial.cassette).events if isinstance(e, ToolEvent)]
     assert calls[1].args == {"card": PLACEHOLDER, "token": PLACEHOLDER}
-    assert Store(store).run("r")["pins"]["redaction"] == {"tool_paths": ["charge.args.card"]}
+    assert Store(store).run("r").pins["redaction"] == {"tool_paths": ["charge.args.card"]}

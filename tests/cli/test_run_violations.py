@@ -52,7 +52,7 @@ def test_a_violation_fails_the_trial_is_reported_and_allow_host_allows_one(
         server.shutdown()
         server.server_close()
     closed, opened = (Store(store).trials(name)[0] for name in ("closed", "open"))
-    assert closed["verdict"] == opened["verdict"] == "fail"
+    assert closed.verdict == opened.verdict == "fail"
     code, out, _ = replay("report", "closed", "--store", store)
     assert "sandbox violation: http http://localhost:" in out
     assert "sandbox violation: http http://169.254.169.254/latest/" in out
@@ -63,7 +63,7 @@ def test_a_violation_fails_the_trial_is_reported_and_allow_host_allows_one(
     code, shown, _ = replay("show", str(cassette), "--json")
     assert code == 0
     assert "hello | " in json.dumps(json.loads(shown))  # the allowed service answered
-    stored = Store(store).run("open")["spec"]
+    stored = Store(store).run("open").spec  # type: ignore[union-attr]
     assert stored["agent"]["allow_hosts"] == [f"127.0.0.1:{port}"]
 
 

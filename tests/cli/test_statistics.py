@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from replay import Store, compare_runs, noise, plan, run_html
+from replay import Store, TrialRecord, compare_runs, noise, plan, run_html
+from replay.graders import Verdict
 from tests.cli.test_html import CHROMIUM, offline_browser, watched_page
 from tests.cli.test_import import DATA, PUBLISHED, RUN
 from tests.helpers import replay
@@ -148,8 +149,8 @@ def test_plan_from_a_run_of_many_trials(tmp_path: Path) -> None:
     results.start_run("long", {}, {})
     for case, passes in (("a", 900), ("b", 1100), ("c", 600)):
         for idx in range(1200):
-            verdict = "pass" if idx < passes else "fail"
-            results.add_trial("long", {"case_id": case, "idx": idx, "verdict": verdict}, [])
+            verdict = Verdict.PASS if idx < passes else Verdict.FAIL
+            results.add_trial("long", TrialRecord(case_id=case, idx=idx, verdict=verdict))
     results.finish_run("long")
     code, out, err = replay("plan", "long", "--store", str(tmp_path / "r.db"), "--k", "4")
     assert code == 0, err

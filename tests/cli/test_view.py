@@ -69,10 +69,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Served:
                 *("--llm-url", llm.openai_base_url, *AGENT, "--measure"),
             )
         assert code == 0, err  # --measure: the second run fails a case, by design
-    verdicts = {(t["case_id"], t["verdict"]) for t in Store(store).trials(AFTER)}
+    verdicts = {(t.case_id, t.verdict) for t in Store(store).trials(AFTER)}
     assert verdicts == {("refund-4812", "fail"), (STEADY, "pass")}
     rows = Store(store).trials(BEFORE)
-    damaged = next(t["cassette"] for t in rows if (t["case_id"], t["idx"]) == (STEADY, 1))
+    damaged = next(t.cassette for t in rows if (t.case_id, t.idx) == (STEADY, 1))
     assert damaged is not None
     Path(damaged).write_bytes(b"not a cassette at all")
     return Served(store, damaged)

@@ -21,11 +21,11 @@ TOOLS = ["--tools", "examples.frameworks:make_tools", "--llm-url", "http://127.0
 
 
 def _trials(store: str, run: str) -> list[tuple[str, str, str]]:
-    return [(t["verdict"], t["cause"], str(t["cause_detail"])) for t in Store(store).trials(run)]
+    return [(t.verdict, t.cause, str(list(t.cause_detail))) for t in Store(store).trials(run)]
 
 
 def _guards(store: str, run: str) -> list[list[str]]:
-    return [t["guards"] for t in Store(store).trials(run)]
+    return [list(t.guards) for t in Store(store).trials(run)]
 
 
 def test_a_failing_agent_command_is_an_agent_error_in_one_line(tmp_path: Path) -> None:
@@ -89,6 +89,6 @@ def test_a_background_child_holding_stdout_does_not_hold_the_trial(tmp_path: Pat
     assert code == 1, err  # it answered without calling a tool: the case fails
     assert time.monotonic() - started < 20
     (trial,) = Store(store).trials("bg")
-    assert trial["cause"] is None, trial["cause_detail"]  # graded, not an error of the agent
+    assert trial.cause is None, trial.cause_detail  # graded, not an error of the agent
     left = subprocess.run(["pgrep", "-f", "^sleep 432"], capture_output=True, text=True).stdout
     assert not left.strip()

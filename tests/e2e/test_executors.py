@@ -50,7 +50,7 @@ def agent(instruction, env):
 
 
 def verdicts(store: str, run: str) -> dict[tuple[str, int], str]:
-    return {(t["case_id"], t["idx"]): t["verdict"] for t in Store(store).trials(run)}
+    return {(t.case_id, t.idx): t.verdict for t in Store(store).trials(run)}
 
 
 def report(store: str, run: str) -> dict[str, Any]:
@@ -101,8 +101,8 @@ def test_worker_processes_give_the_same_verdicts_and_report(tmp_path: Path) -> N
     assert set(verdicts(store, "here").values()) == {"pass", "fail"}  # the flakes bite
     assert report(store, "processes") == report(store, "here")
     for trial in Store(store).trials("processes"):  # the cassettes came back from the workers
-        assert Path(trial["cassette"]).is_file()
-        assert Path(trial["cassette"]).parent == tmp_path / "cassettes" / "processes"
+        assert Path(trial.cassette).is_file()
+        assert Path(trial.cassette).parent == tmp_path / "cassettes" / "processes"
 
 
 @pytest.mark.slow
@@ -143,9 +143,9 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     assert {k: v for k, v in found.items() if k[0] == "deadly"} == {
         ("deadly", i): "error" for i in range(3)
     }
-    deadly = [t for t in Store(store).trials("r") if t["case_id"] == "deadly"]
-    assert [t["cause"] for t in deadly] == ["harness"] * 3  # not the agent's verdict: it died
-    assert all("died 2 times" in t["cause_detail"][0] for t in deadly)
+    deadly = [t for t in Store(store).trials("r") if t.case_id == "deadly"]
+    assert [t.cause for t in deadly] == ["harness"] * 3  # not the agent's verdict: it died
+    assert all("died 2 times" in t.cause_detail[0] for t in deadly)
     # The dead workers' scratch folders (their trials in flight) went with the run, or,
     # where a killed worker was still exiting when it ended (a loaded machine), go with
     # the next sweep (a worker starting, or a run ending), as sweep_scratch says.
@@ -254,8 +254,8 @@ def test_review_in_worker_processes_points_at_the_recorded_cassettes(tmp_path: P
     )  # fmt: skip
     assert code == 0, err
     (trial,) = Store(store).trials("r")
-    assert trial["verdict"] == "pass"
-    assert trial["cassette"] == str(REPO / "cassettes" / "refund-4812.cassette")
+    assert trial.verdict == "pass"
+    assert trial.cassette == str(REPO / "cassettes" / "refund-4812.cassette")
 
 
 ASYNC_AGENT = """
@@ -294,7 +294,7 @@ def test_async_agents_run_as_tasks_of_one_loop(
     assert code == 0, err
     assert set(verdicts(store, "r").values()) == {"pass"} and calls == 60
     for trial in Store(store).trials("r"):  # each trial's cassette holds its own 10 calls
-        assert trial["steps"] == 10
+        assert trial.usage.steps == 10
 
 
 @pytest.mark.slow

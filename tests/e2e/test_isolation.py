@@ -217,7 +217,7 @@ def test_a_framework_agent_walled_in_is_recorded_graded_and_replayed(tmp_path: P
     )
     assert code == 0, err
     for name in ("walled", "again"):
-        assert [t["verdict"] for t in Store(store).trials(name)] == ["pass"], name
+        assert [t.verdict for t in Store(store).trials(name)] == ["pass"], name
 
 
 def test_a_node_agent_reaches_its_llm_and_tools_through_the_walls(tmp_path: Path) -> None:
@@ -239,7 +239,7 @@ def test_a_node_agent_reaches_its_llm_and_tools_through_the_walls(tmp_path: Path
             "--llm-url", llm.openai_base_url,
         )  # fmt: skip
     assert code == 0, err
-    assert [t["verdict"] for t in Store(store).trials("walled")] == ["pass"]
+    assert [t.verdict for t in Store(store).trials("walled")] == ["pass"]
 
 
 _DIAL = """

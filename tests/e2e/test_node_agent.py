@@ -36,7 +36,7 @@ AGENT = [
 
 
 def _verdicts(store: str, run: str) -> list[str]:
-    return [t["verdict"] for t in Store(store).trials(run)]
+    return [t.verdict for t in Store(store).trials(run)]
 
 
 def test_a_node_agent_is_recorded_graded_and_replayed_offline(tmp_path: Path) -> None:

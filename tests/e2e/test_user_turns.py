@@ -34,8 +34,8 @@ def run(store: str, name: str, *args: str) -> Cassette:
     code, _, err = replay("run", CASE, "--run", name, "--store", store, *AGENT, *args)
     assert code == 0, err
     (trial,) = Store(store).trials(name)
-    assert trial["verdict"] == "pass", Store(store).grades(name)
-    return read_cassette(Path(trial["cassette"]))
+    assert trial.verdict == "pass", trial.grades
+    return read_cassette(Path(trial.cassette))
 
 
 @pytest.fixture
@@ -106,10 +106,10 @@ def test_a_failing_simulated_user_is_reported_apart_from_the_agent(tmp_path: Pat
         )  # fmt: skip
     assert code == 3, err  # the user's failure, not the agent's
     (trial,) = Store(store).trials("r")
-    assert trial["verdict"] == "error"  # out of the pass rates
-    assert trial["cause"] == "user"  # the user's fault, not a grader's verdict
-    assert trial["cause_detail"] == ["the simulated user failed: its endpoint answered HTTP 500"]
-    assert Store(store).grades("r") == []  # nothing was graded: the conversation was cut
+    assert trial.verdict == "error"  # out of the pass rates
+    assert trial.cause == "user"  # the user's fault, not a grader's verdict
+    assert trial.cause_detail == ("the simulated user failed: its endpoint answered HTTP 500",)
+    assert trial.grades == ()  # nothing was graded: the conversation was cut
     _, out, _ = replay("report", "r", "--store", store)
     assert (
         "refund-chat: the simulated user failed (error trials, not counted against the agent)"

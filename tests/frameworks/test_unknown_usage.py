@@ -44,10 +44,11 @@ def test_unknown_usage_is_unknown_and_a_cost_budget_is_not_checked(tmp_path: Pat
     page = tmp_path / "report.html"
     code, _, _ = replay("report", "streamed", "--store", store, "--html", str(page))
     assert code == 0 and "tokens unknown" in page.read_text()
-    rules = [g for g in Store(store).grades("streamed") if g["grader"] == "rule"]
+    trials = Store(store).trials("streamed")
+    rules = [g for t in trials for g in t.grades if g.grader == "rule"]
     assert len(rules) == 2
     for grade in rules:
         assert any(
             e.startswith("cost budget not checked: 3 LLM calls reported no token usage")
-            for e in grade["evidence"]
+            for e in grade.evidence
         )

@@ -300,6 +300,6 @@ def test_a_trial_whose_recording_fails_is_an_error_of_the_harness(tmp_path: Path
         )  # fmt: skip
     assert code == 3, err  # the harness's error: incomplete, not failed
     (trial,) = Store(store).trials("r")
-    assert trial["verdict"] == "error" and trial["cause"] == "harness"
-    (detail,) = trial["cause_detail"]
+    assert trial.verdict == "error" and trial.cause == "harness"
+    (detail,) = trial.cause_detail
     assert detail.startswith("RecordingFailed: ") and "recording could not start" in detail

@@ -98,5 +98,5 @@ def test_a_trickling_simulated_user_fails_at_its_deadline(trickling: str, tmp_pa
         )  # fmt: skip
     assert code == 3, err  # the user's failure, not the agent's
     (trial,) = Store(store).trials("r")
-    assert trial["verdict"] == "error" and trial["cause"] == "user"
-    assert trial["cause_detail"] == ["the simulated user failed: it gave no answer within 1s"]
+    assert trial.verdict == "error" and trial.cause == "user"
+    assert trial.cause_detail == ("the simulated user failed: it gave no answer within 1s",)

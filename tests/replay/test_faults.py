@@ -129,8 +129,8 @@ def test_a_refund_returned_twice_fails_the_naive_agent_on_state(
         )  # fmt: skip
     assert code == (0 if verdict == "pass" else 1), err
     trials = Store(store).trials("r")
-    assert [t["verdict"] for t in trials] == [verdict, verdict]
-    cassette = read_cassette(Path(trials[0]["cassette"]))
+    assert [t.verdict for t in trials] == [verdict, verdict]
+    cassette = read_cassette(Path(trials[0].cassette))
     assert cassette.header.pins.user["faults"] == "duplicate:issue_refund"
     assert cassette.header.pins.user["fault_seed"] == "0"
     warnings = [e.message for e in cassette.events if isinstance(e, WarningEvent)]
@@ -142,7 +142,7 @@ def test_a_refund_returned_twice_fails_the_naive_agent_on_state(
     )  # the call was delivered twice either way
     assert refunds == 2
     if verdict == "fail":
-        evidence = json.dumps(Store(store).grades("r"))
+        evidence = json.dumps([list(g.evidence) for t in trials for g in t.grades])
         assert "refunds.count(order_id=4812) == 1: expected 1, actual 2" in evidence
 
 
@@ -176,11 +176,11 @@ def test_llm_faults_answer_429_instead_of_the_model(tmp_path: Path) -> None:
         reached = len(llm.requests)
     assert code == 1, err  # the agent raised on the 429
     (trial,) = Store(store).trials("r")
-    assert trial["verdict"] == "error" and reached == 0  # the demo agent does not retry
-    cassette = read_cassette(Path(trial["cassette"]))
+    assert trial.verdict == "error" and reached == 0  # the demo agent does not retry
+    cassette = read_cassette(Path(trial.cassette))
     (call,) = [e for e in cassette.events if isinstance(e, HttpEvent)]
     assert call.response is not None and call.response.status == 429
-    assert Store(store).run("r")["pins"]["faults"] == {"seed": 0, "run": ["llm_429"]}  # type: ignore[index]
+    assert Store(store).run("r").pins["faults"] == {"seed": 0, "run": ["llm_429"]}  # type: ignore[union-attr]
 
 
 def test_review_refuses_run_faults(tmp_path: Path) -> None:

@@ -30,10 +30,11 @@ def test_a_grader_gets_the_case_arguments_and_the_pins_record_them(tmp_path: Pat
     store = Store(tmp_path / "r.db")
     spec = RunSpec(name="rev", cases=[str(case)], mode="review", cassettes=str(REPO / "cassettes"))
     execute(spec, store)
-    grades = {(g["grader"], tuple(g["evidence"])): g["verdict"] for g in store.grades("rev")}
+    (trial,) = store.trials("rev")
+    grades = {(g.grader, g.evidence): g.verdict for g in trial.grades}
     assert grades[("answer_mentions", ("'refunded'",))] == "pass"  # the golden answer says so
     assert grades[("answer_mentions", ("'zebra'",))] == "fail"
-    pins = store.run("rev")["pins"]  # type: ignore[index]
+    pins = store.run("rev").pins  # type: ignore[union-attr]
     assert pins["graders"]["answer_mentions"] == {
         "version": "3",
         "args": {"refund-4812": [{"word": "refunded"}, {"word": "zebra"}]},

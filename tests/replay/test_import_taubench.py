@@ -185,32 +185,34 @@ def test_the_trials_are_one_run_graded_by_the_recorded_reward(tmp_path: Path) ->
     assert (result.run, result.cases, result.passed) == ("imported", 2, 1)
     store = Store(tmp_path / "results.db", create=False)
     run = store.run("imported")
-    assert run is not None and run["finished"]
-    assert run["pins"]["source"] == "tau-bench" and run["pins"]["model"] == "gpt-4o"
+    assert run is not None and run.finished
+    assert run.pins["source"] == "tau-bench" and run.pins["model"] == "gpt-4o"
     trials = store.trials("imported")
-    assert [(t["case_id"], t["idx"], t["verdict"], t["score"]) for t in trials] == [
+    assert [(t.case_id, t.idx, t.verdict, t.score) for t in trials] == [
         ("tau-bench-airline-3", 0, "pass", 1.0),
         ("tau-bench-airline-3", 1, "fail", 0.0),
         ("tau-bench-airline-3", 2, "fail", 0.0),
         ("tau-bench-airline-4", 0, "fail", 0.0),
     ]
     first = trials[0]
-    assert first["suite"] == "capability" and first["steps"] == 3
+    assert first.suite == "capability" and first.usage.steps == 3
     # Not in the file, so not made up.
-    assert [first[k] for k in ("input_tokens", "output_tokens", "latency", "cost")] == [None] * 4
-    assert read_cassette(first["cassette"]).header.case_id == "tau-bench-airline-3"
-    grades = store.grades("imported")
-    assert [(g["grader"], g["verdict"], g["score"]) for g in grades] == [
+    usage = first.usage
+    assert [usage.input_tokens, usage.output_tokens, usage.latency, usage.cost] == [None] * 4
+    assert first.tool_use is None and first.tags == ("tau-bench",)
+    assert read_cassette(first.cassette).header.case_id == "tau-bench-airline-3"
+    grades = [g for t in trials for g in t.grades]
+    assert [(g.grader, g.verdict, g.score) for g in grades] == [
         ("tau-bench", "pass", 1.0),
         ("tau-bench", "fail", 0.0),
         ("tau-bench", "fail", 0.0),
         ("tau-bench", "fail", 0.0),
     ]
-    assert [g["evidence"] for g in grades] == [
-        ["reward 1.0; r_actions 1.0: the final database matches the gold actions' result"],
-        ["reward 0.0; r_actions 0.0: the final database differs from the gold actions' result"],
-        ["reward 0.0; reward_info null: the trial hit the step limit"],
-        ["reward 0.0; r_outputs 0.0; outputs missing from the replies: 1786"],
+    assert [g.evidence for g in grades] == [
+        ("reward 1.0; r_actions 1.0: the final database matches the gold actions' result",),
+        ("reward 0.0; r_actions 0.0: the final database differs from the gold actions' result",),
+        ("reward 0.0; reward_info null: the trial hit the step limit",),
+        ("reward 0.0; r_outputs 0.0; outputs missing from the replies: 1786",),
     ]
 
 

@@ -158,9 +158,9 @@ def test_the_run_goes_on_past_a_trial_whose_server_dies(tmp_path: Path) -> None:
         "--mcp-server", f"test={sys.executable} {SERVER} {{world}}",
     )  # fmt: skip
     assert code == 3, err  # the server's error, not the agent's
-    trials = {t["case_id"]: t for t in Store(store).trials("r")}
-    assert trials["counts"]["verdict"] == "pass"
-    assert (trials["dies"]["verdict"], trials["dies"]["cause"]) == ("error", "server")
+    trials = {t.case_id: t for t in Store(store).trials("r")}
+    assert trials["counts"].verdict == "pass"
+    assert (trials["dies"].verdict, trials["dies"].cause) == ("error", "server")
     assert "Traceback" not in out + err
 
 

@@ -108,8 +108,8 @@ def test_a_registered_mode_runs_through_the_runner_with_its_own_name(tmp_path: P
         trials=5,  # per_recording: one trial per recorded cassette, whatever --trials says
     )
     execute(spec, store)
-    assert [t["verdict"] for t in store.trials("again")] == ["pass"]
-    assert store.run("again")["pins"]["mode"] == "regrade-test"  # type: ignore[index]
+    assert [t.verdict for t in store.trials("again")] == ["pass"]
+    assert store.run("again").pins["mode"] == "regrade-test"  # type: ignore[union-attr]
 
 
 class _Other(BaseHTTPRequestHandler):

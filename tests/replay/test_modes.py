@@ -210,10 +210,10 @@ def test_concurrent_trials_keep_to_their_own_cassettes(tmp_path: Path) -> None:
         )
         execute(spec, store)
     trials = store.trials("parallel")
-    assert [t["verdict"] for t in trials] == ["pass"] * 8
+    assert [t.verdict for t in trials] == ["pass"] * 8
     for row in trials:
-        cassette = read_cassette(row["cassette"])
-        assert cassette.header.trial == row["idx"]
+        cassette = read_cassette(row.cassette)
+        assert cassette.header.trial == row.idx
         summary = cassette.summary()
         assert (summary.usage.llm_calls, summary.usage.tool_calls) == (6, 5)
 

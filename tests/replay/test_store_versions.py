@@ -11,6 +11,7 @@ import pytest
 
 from recorder import ConfigError, ToolEvent, read_cassette
 from replay import RunSpec, Store, Thresholds, build_report, execute, gate
+from replay.graders import Cause, Verdict
 from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
@@ -41,16 +42,16 @@ def test_a_store_written_before_versions_is_upgraded_and_still_reported(tmp_path
         conn.executescript(VERSION_1)
     store = Store(path)
     passed, failed = store.trials("old")
-    assert passed["verdict"] == "pass" and passed["cause"] is None
-    assert passed["tool_calls"] is None  # not measured then
+    assert passed.verdict is Verdict.PASS and passed.cause is None
+    assert passed.tool_use is None  # not measured then
     # Version 1 kept the cause of an error as a grade named after it: now the trial's cause.
-    assert failed["cause"] == "user"
-    assert failed["cause_detail"] == ["the simulated user failed: its endpoint answered HTTP 500"]
-    assert [g["grader"] for g in store.grades("old")] == ["rule"]
+    assert failed.cause is Cause.USER
+    assert failed.cause_detail == ("the simulated user failed: its endpoint answered HTTP 500",)
+    assert [g.grader for g in passed.grades] == ["rule"] and failed.grades == ()
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
-    assert passed["guards"] == [] and failed["guards"] == []  # no limit fired then
-    pins = store.run("old")["pins"]  # type: ignore[index]
+    assert passed.guards == () and failed.guards == ()  # no limit fired then
+    pins = store.run("old").pins  # type: ignore[union-attr]
     assert pins["llm"] is None  # review calls no LLM
     assert pins["graders"]["state"] == {"version": "1"}  # what every trial got then
     report = build_report(store, "old")
@@ -82,8 +83,8 @@ def test_a_version_2_store_gains_guards_and_keeps_its_rows(tmp_path: Path) -> No
         conn.commit()
     store = Store(path)
     (trial,) = store.trials("r")
-    assert trial["guards"] == [] and trial["cause_detail"] == ["agent raised X: y"]
-    assert [g["grader"] for g in store.grades("r")] == ["user"]
+    assert trial.guards == () and trial.cause_detail == ("agent raised X: y",)
+    assert [g.grader for g in trial.grades] == ["user"]
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
@@ -103,10 +104,12 @@ def test_a_trial_is_stored_with_its_tool_use(tmp_path: Path) -> None:
     execute(spec, store)
     (trial,) = store.trials("rev")
     golden = read_cassette(REPO / "cassettes" / "refund-4812.cassette")
-    assert trial["tool_calls"] == sum(isinstance(e, ToolEvent) for e in golden.events) > 0
-    assert trial["loops"] == 0
-    assert trial["selection"] == 1.0 and trial["arguments"] == 1.0  # as the reference solution
-    assert trial["cause"] is None and trial["cause_detail"] == []
+    use = trial.tool_use
+    assert use is not None
+    assert use.calls == sum(isinstance(e, ToolEvent) for e in golden.events) > 0
+    assert use.loops == 0
+    assert use.selection == 1.0 and use.arguments == 1.0  # as the reference solution
+    assert trial.cause is None and trial.cause_detail == ()
     (case,) = build_report(store, "rev").cases
     assert case.tool_use.selection == 1.0
 
@@ -115,7 +118,7 @@ def test_a_baseline_stored_by_version_1_can_be_gated_against_a_new_run(tmp_path:
     spec = RunSpec(name="new", cases=[str(CASE)], mode="review", cassettes=str(REPO / "cassettes"))
     fresh = Store(tmp_path / "fresh.db")
     execute(spec, fresh)
-    pins = dict(fresh.run("new")["pins"])  # type: ignore[index]
+    pins = dict(fresh.run("new").pins)  # type: ignore[union-attr]
     old_pins = {k: v for k, v in pins.items() if k != "graders"} | {"llm": "live"}  # as v1 wrote
     (trial,) = fresh.trials("new")
     path = tmp_path / "old.db"
@@ -129,7 +132,7 @@ def test_a_baseline_stored_by_version_1_can_be_gated_against_a_new_run(tmp_path:
         )
         conn.execute(
             "INSERT INTO trials (run, case_id, idx, verdict) VALUES ('base', ?, 0, 'pass')",
-            (trial["case_id"],),
+            (trial.case_id,),
         )
         conn.commit()
     store = Store(path)

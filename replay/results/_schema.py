@@ -1,0 +1,284 @@
+"""How records sit in SQLite: columns derived from the records' fields, and migrations.
+
+The ``trials`` table holds a ``TrialRecord``'s fields, the ``grades`` table a
+``GradeRecord``'s, each beside its trial's key (``run``, ``case_id``, ``idx``):
+a field is a column of its name; a nested record's fields are columns of their
+own names (``usage.steps`` is ``steps``; ``tool_use.calls`` is ``tool_calls``,
+the name it had first); an enum is its value, a tuple a JSON list, a mapping a
+JSON object (NULL when empty), a bool 0 or 1. A trial's grades are rows of
+``grades``, not a column.
+
+A store carries its version (``PRAGMA user_version``). A trial attribute is a
+field of the record and a line in ``MIGRATIONS``, which adds its column to
+stores of earlier versions when they are opened (and says what their trials
+hold there: NULL, so the field's default). Columns are only ever added.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import sqlite3
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+import sqlite_utils
+
+from ._record import GradeRecord, TrialRecord
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    # (store version, table, column it adds): a store of an earlier version gains it when
+    # opened, its rows NULL there (the field's default).
+    (1, "grades", "advisory"),  # (some stores of version 1 lack these two)
+    (1, "grades", "meta"),
+    (2, "trials", "cause"),  # 2: each trial's cause and its tool use
+    (2, "trials", "cause_detail"),
+    (2, "trials", "tool_calls"),
+    (2, "trials", "selection"),
+    (2, "trials", "arguments"),
+    (2, "trials", "abstained"),
+    (2, "trials", "loops"),
+    (3, "trials", "guards"),  # 3: the limits that fired in it
+)
+"""Every column added since version 1, with the store version that added it. The store's
+version is the last line's: a store written by a later version is refused."""
+
+STORE_VERSION = MIGRATIONS[-1][0]
+"""1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use;
+3: and the guards that fired in it."""
+
+KEY = ("run", "case_id", "idx")
+"""A trial's key, the first columns of ``trials`` and of ``grades``."""
+
+_RENAMED = {("tool_use", "calls"): "tool_calls"}
+"""Columns not named after their field: the names they had before there were records."""
+
+_NOT_COLUMNS = frozenset({"grades"})
+"""Fields of a record held elsewhere: a trial's grades are rows of ``grades``."""
+
+_NULL_WHEN_EMPTY = frozenset({"cause_detail"})
+"""Lists stored NULL when empty, as they were before records (a trial without a cause)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    column: str
+    """Its column; a nested record's is the name of the field (its fields are columns)."""
+    encode: Callable[[Any], Any]
+    """A value (never None) to the column's."""
+    decode: Callable[[Any], Any]
+    """A column's value (never NULL) to the field's."""
+    default: Any
+    """What NULL reads as: the field's default (a store of a version before its column)."""
+    required: bool
+    """Whether the field is never None: a nested record missing one is None."""
+    nested: Layout | None = None
+
+
+def _unwrap(kind: Any) -> tuple[Any, bool]:
+    """A field's type without its ``| None``, and whether it had one."""
+    if typing.get_origin(kind) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        return (args[0] if len(args) == 1 else kind), len(args) < len(typing.get_args(kind))
+    return kind, False
+
+
+def _sql(kind: Any) -> type:
+    """The column type sqlite-utils creates for a field of this type."""
+    return int if kind in (int, bool) else float if kind is float else str
+
+
+def _codec(kind: Any, null_when_empty: bool) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """How a field's value of this type becomes a column's value, and back."""
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        item = typing.get_args(kind)[0]
+        parse = item if _is_enum(item) else _same
+        return (
+            lambda value: (
+                None
+                if null_when_empty and not value
+                else json.dumps([getattr(x, "value", x) for x in value])
+            ),
+            lambda raw: tuple(parse(x) for x in json.loads(raw)),
+        )
+    if origin in (Mapping, dict):
+        return (lambda value: json.dumps(dict(value)) if value else None), json.loads
+    if _is_enum(kind):
+        return (lambda value: value.value), kind
+    if kind is bool:
+        return int, bool
+    return _same, _same
+
+
+def _is_enum(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, enum.Enum)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _default(spec: dataclasses.Field[Any]) -> Any:
+    if spec.default is not dataclasses.MISSING:
+        return spec.default
+    if spec.default_factory is not dataclasses.MISSING:
+        return spec.default_factory()
+    return None
+
+
+class Layout:
+    """A record type laid out as columns, in the order of its fields."""
+
+    def __init__(self, record: type, prefix: str = "") -> None:
+        self.record = record
+        hints = typing.get_type_hints(record)
+        self.fields: list[_Field] = []
+        self.columns: dict[str, type] = {}
+        """Each column with the type it is created with, in order."""
+        for spec in dataclasses.fields(record):
+            if spec.name in _NOT_COLUMNS:
+                continue
+            kind, optional = _unwrap(hints[spec.name])
+            default, required = _default(spec), not optional
+            if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+                inner = Layout(kind, spec.name)
+                self.fields.append(
+                    _Field(spec.name, spec.name, _same, _same, default, required, inner)
+                )
+                self.columns.update(inner.columns)
+                continue
+            column = _RENAMED.get((prefix, spec.name), spec.name)
+            encode, decode = _codec(kind, column in _NULL_WHEN_EMPTY)
+            self.fields.append(_Field(spec.name, column, encode, decode, default, required))
+            self.columns[column] = _sql(kind)
+
+    def encode(self, record: Any) -> list[Any]:
+        """The record's column values, in ``columns`` order (a None nested record: NULLs)."""
+        out: list[Any] = []
+        for f in self.fields:
+            value = getattr(record, f.name) if record is not None else None
+            if f.nested is not None:
+                out += f.nested.encode(value)
+            else:
+                out.append(None if value is None else f.encode(value))
+        return out
+
+    def decode(self, row: Mapping[str, Any], **rest: Any) -> Any:
+        """The record of a row (its columns by name); ``rest``: fields that are not columns."""
+        values: dict[str, Any] = {}
+        for f in self.fields:
+            if f.nested is not None:
+                values[f.name] = f.nested.decode(row) if f.nested.complete(row) else f.default
+            else:
+                raw = row[f.column]
+                values[f.name] = f.default if raw is None else f.decode(raw)
+        return self.record(**values, **rest)
+
+    def complete(self, row: Mapping[str, Any]) -> bool:
+        """Whether every required field's column holds a value (else the record is None)."""
+        return all(
+            f.nested.complete(row) if f.nested is not None else row[f.column] is not None
+            for f in self.fields
+            if f.required
+        )
+
+
+TRIALS = Layout(TrialRecord)
+"""A trial's columns, after its key."""
+GRADES = Layout(GradeRecord)
+"""A grade's columns, after its trial's key."""
+
+
+def create_tables(db: sqlite_utils.Database) -> None:
+    """Make a new store's tables."""
+    db["runs"].create(  # type: ignore[union-attr]
+        {"name": str, "spec": str, "pins": str, "started": str, "finished": str},
+        pk="name",
+        if_not_exists=True,
+    )
+    key = {"run": str, "case_id": str, "idx": int}
+    db["trials"].create(  # type: ignore[union-attr]
+        {**key, **TRIALS.columns},
+        pk=KEY,
+        foreign_keys=[("run", "runs", "name")],
+        if_not_exists=True,
+    )
+    db["grades"].create({**key, **GRADES.columns}, if_not_exists=True)  # type: ignore[union-attr]
+    db["grades"].create_index(list(KEY), if_not_exists=True)  # type: ignore[union-attr]
+    _create_labels(db)
+
+
+def _create_labels(db: sqlite_utils.Database) -> None:
+    db["labels"].create(  # type: ignore[union-attr]
+        {
+            "run": str,
+            "case_id": str,
+            "idx": int,
+            "dimension": str,
+            "verdict": str,
+            "note": str,
+            "labeled": str,
+        },
+        pk=("run", "case_id", "idx", "dimension"),
+        if_not_exists=True,
+    )
+
+
+def upgrade(db: sqlite_utils.Database, version: int) -> None:
+    """Bring a store written by an earlier version up to date.
+
+    The columns ``MIGRATIONS`` names are added where missing (a trial stored before
+    version 3 fired no guard); version 1's cause grades become trial causes, and its
+    runs' pins gain what version 2 pins (see ``_pins_of_version_2``).
+    """
+    layouts = {"trials": TRIALS.columns, "grades": GRADES.columns}
+    for _, name, column in MIGRATIONS:
+        table = db[name]
+        if column not in table.columns_dict:
+            table.add_column(column, layouts[name][column])  # type: ignore[union-attr]
+    _create_labels(db)
+    if version >= 2:
+        return
+    with db.conn as conn:
+        _causes_from_grades(conn)
+        _pins_of_version_2(conn)
+
+
+def _causes_from_grades(conn: sqlite3.Connection) -> None:
+    """Version 1 kept an error's cause as a grade named agent, user or harness."""
+    rows = conn.execute(
+        "SELECT rowid, run, case_id, idx, grader, evidence FROM grades "
+        "WHERE grader IN ('agent', 'user', 'harness')"
+    ).fetchall()
+    for rowid, run, case_id, idx, cause, evidence in rows:
+        conn.execute(
+            "UPDATE trials SET cause = ?, cause_detail = ? "
+            "WHERE run = ? AND case_id = ? AND idx = ?",
+            (cause, evidence or "[]", run, case_id, idx),
+        )
+        conn.execute("DELETE FROM grades WHERE rowid = ?", (rowid,))
+
+
+def _pins_of_version_2(conn: sqlite3.Connection) -> None:
+    """What version 1's runs were graded by, pinned as version 2 pins it.
+
+    Every trial then got the built-in graders, each at version 1; a run whose
+    mode calls no LLM pins no LLM source (version 1 said ``live``). So a
+    baseline stored by version 1 can be gated against a new run.
+    """
+    from ..graders import BUILT_IN
+    from ..modes import REGISTRY
+
+    for name, text in conn.execute("SELECT name, pins FROM runs").fetchall():
+        pins = json.loads(text or "{}")
+        pins.setdefault("graders", {grader: {"version": "1"} for grader in BUILT_IN})
+        mode = REGISTRY.get(pins.get("mode") or "")
+        if mode is not None and not mode.llm:
+            pins["llm"] = None
+        conn.execute("UPDATE runs SET pins = ? WHERE name = ?", (json.dumps(pins), name))
