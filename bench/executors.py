@@ -172,7 +172,7 @@ def run(quick: bool = False) -> list[Point]:
 
 
 def _walls() -> bool:
-    from replay.agents._isolation import unavailable
+    from replay.agents import unavailable
 
     return unavailable() is None
 

@@ -50,7 +50,7 @@ class Result:
 
 def available() -> bool:
     """Whether bubblewrap runs here."""
-    from replay.agents._isolation import unavailable
+    from replay.agents import unavailable
 
     return unavailable() is None
 

@@ -7,8 +7,8 @@ filter with a supervisor (``_seccomp``), forwarders to the trial's endpoints
 chooses where a run's agents go when asked for ``auto``.
 """
 
-from ._choice import choose_isolation
+from ._choice import choose_isolation, unavailable
 from ._command import AgentCommand, ChildAgent
-from ._isolation import allowed_host, unavailable
+from ._isolation import allowed_host
 
 __all__ = ["AgentCommand", "ChildAgent", "allowed_host", "choose_isolation", "unavailable"]

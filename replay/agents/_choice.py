@@ -1,13 +1,76 @@
-"""Where a run's agent runs: the isolation asked for, with ``auto`` chosen for the mode."""
+"""Where a run's agent runs: whether walls can be built here, and ``auto`` chosen for the mode."""
 
 from __future__ import annotations
 
+import functools
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Literal
 
 from recorder import ConfigError
 
+from ..mcp import sdk_missing
 from ..modes import Mode
-from ._isolation import unavailable
+from . import _seccomp
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why isolation cannot run here, or None when it can (asked once a process)."""
+    missing = sdk_missing()
+    if missing is not None:  # a walled agent's tools are served to it over MCP
+        return (
+            f"a walled agent reaches its tools over MCP, and the mcp SDK is missing ({missing}): "
+            "pip install 'agent-replay[mcp]'"
+        )
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
+    walls = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--", "true"]
+    why = _probe(walls, "bubblewrap cannot make namespaces here")
+    if why is None and _seccomp.supported():  # the watch too: a filter's listener handed over
+        watch = [sys.executable, "-I", "-S", "-c", _PROBE, str(Path(__file__).parent)]
+        why = _probe(watch, "the kernel does not let a sandbox be watched")
+    return why
+
+
+def _probe(argv: list[str], failed: str) -> str | None:
+    """Run ``argv``: None when it succeeds, else ``failed`` with its last words."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{failed} ({exc})"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.strip().splitlines()
+    return f"{failed} ({said[-1] if said else done.returncode})"
+
+
+_PROBE = """
+import os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import _seccomp
+said_r, said_w = os.pipe()
+go_r, go_w = os.pipe()
+child = os.fork()
+if child == 0:
+    os.close(said_r)
+    os.close(go_w)
+    _seccomp.filtered(said_w, go_r)
+    os._exit(0)
+os.close(said_w)
+os.close(go_r)
+ours, theirs = socket.socketpair()
+_seccomp.handed(child, said_r, ours)
+os.write(go_w, b"g")
+said, fds, _, _ = socket.recv_fds(theirs, 512, 1)
+os.waitpid(child, 0)
+if not fds:
+    sys.exit(said.decode().strip())
+"""
+"""Fork a child under the filter and take its listener, as the forwarder does."""
+
 
 Isolation = Literal["none", "process"]
 

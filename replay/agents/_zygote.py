@@ -3,7 +3,7 @@
 A walled Python agent (``--agent MOD:FN --isolation process``) would pay its
 interpreter's start and its imports (a framework: seconds) on every trial,
 and any walled trial bubblewrap's namespaces and the forwarder's start.
-A ``Zygote`` is one sandbox (``_isolation.sandbox_argv``: its own network,
+A ``Zygote`` is one sandbox (``_bwrap.sandbox_argv``: its own network,
 processes, a read-only filesystem) running ``python -m replay.agents._child
 --serve SOCKET MOD:FN``: it imports the agent once, then for each trial the
 harness sends it (the trial's forwards, allowed names, filter socket,
@@ -49,14 +49,8 @@ from typing import Any
 from recorder import ReplayError
 
 from . import _seccomp
-from ._isolation import (
-    Sink,
-    Walls,
-    hidden_roots,
-    read_given,
-    sandbox_argv,
-    write_names,
-)
+from ._bwrap import hidden_roots, sandbox_argv, write_names
+from ._isolation import Sink, Walls, read_given
 
 READY_S = 120.0
 """Seconds a zygote may take to import its agent."""

@@ -29,8 +29,8 @@ from ._async import wait_for as wait_for
 from ._base import REGISTRY, Mode, register
 from ._drive import Steps, drive, drive_async
 from ._environment import Environment, as_function
-from ._guards import LimitExceeded as LimitExceeded
 from ._guards import Guard, Limits
+from ._guards import LimitExceeded as LimitExceeded
 from ._offline import offline, offline_steps
 from ._plan import (
     NO_LLM_URL,

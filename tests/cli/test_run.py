@@ -316,7 +316,7 @@ def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """A walled agent gets its tools over MCP: without the SDK, every trial would be an error."""
-    import replay.agents._isolation as isolation
+    import replay.agents._choice as isolation
 
     monkeypatch.setattr(isolation, "sdk_missing", lambda: "No module named 'mcp'")
     isolation.unavailable.cache_clear()  # asked once a process: ask again, and after the test

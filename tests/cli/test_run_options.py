@@ -91,7 +91,7 @@ def test_auto_isolation_is_chosen_by_the_library_for_the_mode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """``AgentSettings(isolation="auto")``: walls for sandbox where they can be built."""
-    import replay.agents._isolation as isolation
+    import replay.agents._choice as isolation
 
     with pytest.raises(ValueError, match="chosen by execute"):
         _ = AgentSettings(isolation="auto").resolved_isolation

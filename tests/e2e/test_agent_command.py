@@ -61,7 +61,7 @@ def test_a_program_past_its_deadline_is_stopped_with_its_children(tmp_path: Path
 
 
 def test_a_program_over_its_memory_is_stopped_walled_in_or_not(tmp_path: Path) -> None:
-    from replay.agents._isolation import unavailable
+    from replay.agents import unavailable
 
     store = str(tmp_path / "results.db")
     hog = f"{sys.executable} -c 'import time; x = b\"x\" * (400 * 2**20); time.sleep(60)'"

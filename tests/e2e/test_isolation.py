@@ -27,8 +27,9 @@ import pytest
 
 from recorder import ViolationEvent
 from replay import AgentCommand, load_case, sandbox
+from replay.agents import unavailable
+from replay.agents._bwrap import _hidden, _under
 from replay.agents._command import ChildAgent
-from replay.agents._isolation import _hidden, _under, unavailable
 from replay.graders import Verdict
 from replay.modes import NO_LLM_URL
 from tests.e2e.escape_child import escape

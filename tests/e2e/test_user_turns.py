@@ -165,7 +165,7 @@ def test_a_walled_agent_talks_with_the_user_through_its_channel(
     tmp_path: Path, recorded: tuple[str, Path, Cassette]
 ) -> None:
     """``--isolation process``: ``env.user.say`` is a request to ``REPLAY_USER_URL``."""
-    from replay.agents._isolation import unavailable
+    from replay.agents import unavailable
 
     if unavailable() is not None:
         pytest.skip(f"isolation is unavailable here: {unavailable()}")

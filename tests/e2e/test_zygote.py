@@ -18,8 +18,8 @@ import pytest
 
 from recorder import ViolationEvent
 from replay import load_case, sandbox
+from replay.agents import unavailable
 from replay.agents._command import ChildAgent
-from replay.agents._isolation import unavailable
 from replay.agents._zygote import supported
 from replay.modes import NO_LLM_URL
 

@@ -187,7 +187,9 @@ def test_record_takes_a_live_llm_only(tmp_path: Path) -> None:
         llm=LlmSettings("frozen"),
         agent=AgentSettings("examples.shop:agent", "examples.shop:make_tools"),
     )
-    with pytest.raises(ConfigError, match="record mode takes `llm.source` live, not 'frozen'"):
+    with pytest.raises(
+        ConfigError, match=re.escape("record mode takes `llm.source` live, not 'frozen'")
+    ):
         execute(spec, Store(tmp_path / "r.db"))
 
 
