@@ -19,7 +19,7 @@ import yaml
 
 from examples.shop import refund_policy
 from replay import Store
-from replay.runs import _dask, _runner, _work
+from replay.runs import _dask, _driver, _work
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 
@@ -345,7 +345,7 @@ def test_a_dask_cluster_left_without_workers_fails_the_run_instead_of_hanging(
     # replaced (a nanny does not restart a worker killed while it starts) hung the run.
     from distributed import LocalCluster
 
-    monkeypatch.setattr(_runner, "WATCH_S", 0.5)
+    monkeypatch.setattr(_driver, "WATCH_S", 0.5)
     monkeypatch.setattr(_dask, "NO_WORKERS_S", 2.0)
     store = str(tmp_path / "r.db")
     with (
