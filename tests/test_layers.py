@@ -160,3 +160,15 @@ def later():
         "replay.views._x:6 imports replay.results._report.RunReport",
         "replay.views._x:8 imports replay.worlds._world",
     ]
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    """``python -m bench.structure`` measures the same; a module past it splits at a seam."""
+    from bench.structure import LIMIT, modules
+
+    over = {
+        name: lines
+        for name, path in modules().items()
+        if (lines := len(path.read_text().splitlines())) > LIMIT
+    }
+    assert over == {}, f"modules over {LIMIT} lines: {over}"

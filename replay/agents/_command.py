@@ -80,9 +80,9 @@ class AgentCommand:
         try:
             argv = tuple(shlex.split(line))
         except ValueError as exc:
-            raise ConfigError(f"--agent-cmd {line!r} cannot be split: {exc}") from None
+            raise ConfigError(f"`agent.command` {line!r} cannot be split: {exc}") from None
         if not argv:
-            raise ConfigError("--agent-cmd is empty: give the program to run")
+            raise ConfigError("`agent.command` is empty: give the program to run")
         return cls(argv)
 
     def __call__(self, instruction: str, env: Environment) -> str:

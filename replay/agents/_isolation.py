@@ -313,7 +313,7 @@ def read_given(path: str, cap: int = 10 * 2**20) -> bytes:
 
 
 def allowed_host(text: str) -> tuple[str, int]:
-    """``--allow-host HOST[:PORT]`` as (host, port): port 443 when none is given.
+    """``HOST[:PORT]`` (``agent.allow_hosts``) as (host, port): port 443 when none is given.
 
     ``localhost`` is 127.0.0.1 (a port of the harness's own machine). Inside the
     walls a name is answered by the sandbox's resolver with an address of its own,
@@ -336,13 +336,15 @@ def allowed_host(text: str) -> tuple[str, int]:
         address = None
     if address is not None and not address.is_loopback:
         raise ConfigError(
-            f"--allow-host {text!r}: inside the walls another machine is reached by its "
+            f"`agent.allow_hosts` {text!r}: inside the walls another machine is reached by its "
             "name, not its address (give the host name)"
         )
     if address is not None:
         host = "127.0.0.1"
     if not host or not 0 < port < 65536 or any(c in host for c in "/@ :"):
-        raise ConfigError(f"--allow-host {text!r} is not HOST[:PORT] (e.g. api.internal:8443)")
+        raise ConfigError(
+            f"`agent.allow_hosts` {text!r} is not HOST[:PORT] (e.g. api.internal:8443)"
+        )
     return host, port
 
 

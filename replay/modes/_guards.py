@@ -208,7 +208,7 @@ class Guards:
     def interpose(
         self, then: Callable[[HttpRequest], HttpResponse | None] | None
     ) -> Callable[[HttpRequest], HttpResponse | None] | None:
-        """The recording's ``interpose``: the guards' refusals first, then ``then``'s (faults)."""
+        """``Hooks.interpose`` of the recording: the guards' refusals, then ``then``'s (faults)."""
         if self.limits.llm_tokens is None and self.limits.timeout is None:
             return then
 
@@ -273,7 +273,7 @@ class Guards:
     # -- tool results ---------------------------------------------------------
 
     def check_result(self) -> Callable[[str, Any], None] | None:
-        """The recording's ``check_result``: refuses a tool result over the cap (None: no cap)."""
+        """``Hooks.check_result`` of the recording: refuses a result over the cap (None: no cap)."""
         cap = self.limits.tool_result_chars
         if cap is None:
             return None
