@@ -100,6 +100,9 @@ class TrialUsage:
     """Seconds the trial's recording lasted."""
     cost: float | None = None
     """What its LLM calls cost at the run's prices (None: a model had no price)."""
+    duration: float | None = None
+    """Seconds the trial took in the harness: its world made, the agent run, the trial graded
+    (``latency`` is the recording's part of it). None: stored before store version 4."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,13 +43,14 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (2, "trials", "abstained"),
     (2, "trials", "loops"),
     (3, "trials", "guards"),  # 3: the limits that fired in it
+    (4, "trials", "duration"),  # 4: the seconds it took in the harness
 )
 """Every column added since version 1, with the store version that added it. The store's
 version is the last line's: a store written by a later version is refused."""
 
 STORE_VERSION = MIGRATIONS[-1][0]
 """1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use;
-3: and the guards that fired in it."""
+3: and the guards that fired in it; 4: and the seconds it took in the harness."""
 
 KEY = ("run", "case_id", "idx")
 """A trial's key, the first columns of ``trials`` and of ``grades``."""

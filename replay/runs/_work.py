@@ -408,6 +408,7 @@ def _record(result: TrialResult | _Failed) -> TrialRecord:
             output_tokens=usage.output_tokens if known else None,
             latency=summary.timings.total,
             cost=result.trial.cost,
+            duration=result.duration,
         ),
         tags=tuple(case.tags),
         cause=outcome.cause,

@@ -51,6 +51,10 @@ def test_sandbox_run_then_report(store: str) -> None:
         )
     assert code == 1 and "replay report flaky" in out  # some trials fail (0 < c < 8, below)
     assert len(Store(store).trials("flaky")) == 8
+    for trial in Store(store).trials("flaky"):  # the harness's seconds hold the recording's
+        usage = trial.usage
+        assert usage.duration is not None and usage.latency is not None
+        assert usage.duration >= usage.latency > 0
     code, out, _ = replay("report", "flaky", "--store", store, "--json")
     data = json.loads(out)
     (case,) = data["cases"]

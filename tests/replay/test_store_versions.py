@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recorder import ConfigError, ToolEvent, read_cassette
-from replay import RunSpec, Store, Thresholds, build_report, execute, gate
+from replay import RunSpec, Store, Thresholds, TrialRecord, TrialUsage, build_report, execute, gate
 from replay.graders import Cause, Verdict
 from tests.helpers import REPO, replay
 
@@ -49,7 +49,7 @@ def test_a_store_written_before_versions_is_upgraded_and_still_reported(tmp_path
     assert failed.cause_detail == ("the simulated user failed: its endpoint answered HTTP 500",)
     assert [g.grader for g in passed.grades] == ["rule"] and failed.grades == ()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     assert passed.guards == () and failed.guards == ()  # no limit fired then
     pins = store.run("old").pins  # type: ignore[union-attr]
     assert pins["llm"] is None  # review calls no LLM
@@ -86,7 +86,33 @@ def test_a_version_2_store_gains_guards_and_keeps_its_rows(tmp_path: Path) -> No
     assert trial.guards == () and trial.cause_detail == ("agent raised X: y",)
     assert [g.grader for g in trial.grades] == ["user"]
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+
+
+def test_a_version_3_store_gains_duration_its_trials_unknown_there(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    Store(path)
+    with closing(sqlite3.connect(path)) as conn:  # version 3's trials had no duration column
+        conn.execute("ALTER TABLE trials DROP COLUMN duration")
+        conn.execute("INSERT INTO runs (name, spec, pins) VALUES ('r', '{}', '{}')")
+        conn.execute(
+            "INSERT INTO trials (run, case_id, idx, verdict, latency) "
+            "VALUES ('r', 'c', 0, 'pass', 0.25)"
+        )
+        conn.execute("PRAGMA user_version = 3")
+        conn.commit()
+    store = Store(path)
+    (old,) = store.trials("r")
+    assert old.usage.latency == 0.25 and old.usage.duration is None  # unknown, not 0
+    store.add_trial(
+        "r",
+        TrialRecord(
+            case_id="c", idx=1, verdict=Verdict.PASS, usage=TrialUsage(latency=0.25, duration=0.5)
+        ),
+    )
+    assert [t.usage.duration for t in Store(path).trials("r")] == [None, 0.5]
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_a_store_from_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
