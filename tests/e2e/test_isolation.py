@@ -33,7 +33,7 @@ from replay.agents._command import ChildAgent
 from replay.graders import Verdict
 from replay.modes import NO_LLM_URL
 from tests.e2e.escape_child import escape
-from tests.helpers import decompressed
+from tests.helpers import REPO, decompressed, replay
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None, reason=f"isolation is unavailable here: {unavailable()}"
@@ -303,13 +303,20 @@ def test_an_allowed_host_is_reached_by_its_name_and_nothing_else_is(tmp_path: Pa
     assert trial.outcome.verdict is Verdict.FAIL  # for the two it was not allowed
 
 
-def test_allow_host_refuses_what_it_cannot_allow() -> None:
+def test_allow_host_refuses_what_it_cannot_allow(tmp_path: Path) -> None:
     from recorder import ConfigError
-    from replay.agents._isolation import allowed_host
+    from replay.agents import allowed_host
 
     assert allowed_host("api.internal") == ("api.internal", 443)
     assert allowed_host("LOCALHOST:8080") == ("127.0.0.1", 8080)
     assert allowed_host("[::1]:5432") == ("127.0.0.1", 5432)
     for bad in ("10.0.0.5:5432", "http://x/", "host:0", ""):
-        with pytest.raises(ConfigError, match="--allow-host"):
+        with pytest.raises(ConfigError, match=r"`agent\.allow_hosts`"):  # the setting
             allowed_host(bad)
+    code, _, err = replay(  # and the option that fills it, on the command line
+        "run", str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"), "--run", "r",
+        "--store", str(tmp_path / "r.db"),
+        "--agent", "examples.shop:agent", "--allow-host", "10.0.0.5:5432",
+    )  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: --allow-host '10.0.0.5:5432': inside the walls another machine")
