@@ -72,6 +72,7 @@ for command in (
     importing.import_group,
     judge.label,
     judge.judge_agreement_command,
+    judge.label_agreement_command,
     stub_llm.stub_llm,
     view.view,
 ):

@@ -3,6 +3,7 @@
 Private: use what ``replay`` exports.
 """
 
+from ._agreement import Disagreement, LabelAgreement, krippendorff_alpha, label_agreement
 from ._calibration import (
     MIN_AGREEMENT,
     MIN_LABELS,
@@ -72,6 +73,7 @@ __all__ = [
     "CaseReport",
     "CassetteDiff",
     "CauseGroup",
+    "Disagreement",
     "Divergence",
     "FailedTrial",
     "FailureCause",
@@ -82,6 +84,7 @@ __all__ = [
     "HealthFlag",
     "Interval",
     "JudgeAgreement",
+    "LabelAgreement",
     "LabelRecord",
     "NoiseFloor",
     "PairedFigure",
@@ -111,6 +114,8 @@ __all__ = [
     "gate",
     "graduate",
     "judge_agreement",
+    "krippendorff_alpha",
+    "label_agreement",
     "naive_se",
     "noise",
     "paired_interval",

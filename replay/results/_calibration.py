@@ -2,8 +2,10 @@
 
 A human label is stored beside a trial (``replay label``), for one judged
 dimension or for the whole trial (it then stands for every dimension). Each
-judge grade of ``pass``/``fail`` with a label is one pair; ``unknown`` judge
-grades are counted apart (the unknown rate) and listed for review.
+judge grade of ``pass``/``fail`` with a human's ``pass``/``fail`` label is one
+pair (with two labellers, two pairs: each person is compared with the judge);
+``unknown`` judge grades are counted apart (the unknown rate) and listed for
+review; a label the labeller was unsure of compares with nothing.
 
 A judge (its model and a dimension's rubric hash, which covers the judge
 prompt and the criteria) is *calibrated* when, over every run in the store,
@@ -100,11 +102,12 @@ _GRADED = (Verdict.PASS, Verdict.FAIL)
 
 def agreements(store: Store, run: str | None = None) -> list[Agreement]:
     """Each judge's record per dimension, over one run or (None) every run in the store."""
-    labels: dict[tuple[str, str, int], dict[str, Verdict]] = {}
+    labels: dict[tuple[str, str, int], dict[str, list[Verdict]]] = {}
     for label in store.labels(run):
-        key = (label.run, label.case_id, label.idx)
-        labels.setdefault(key, {})[label.dimension] = label.verdict
-    judged: dict[tuple[str, str, str], list[tuple[Verdict, Verdict | None]]] = {}
+        if label.verdict in _GRADED:  # an unsure label compares with nothing
+            key = (label.run, label.case_id, label.idx)
+            labels.setdefault(key, {}).setdefault(label.dimension, []).append(label.verdict)
+    judged: dict[tuple[str, str, str], list[tuple[Verdict, list[Verdict]]]] = {}
     for name in [run] if run is not None else store.runs():
         for trial in store.trials(name):
             for grade in trial.grades:
@@ -113,9 +116,9 @@ def agreements(store: Store, run: str | None = None) -> list[Agreement]:
                     continue
                 human_labels = labels.get((name, trial.case_id, trial.idx), {})
                 dimension = meta["dimension"]
-                human = human_labels.get(dimension, human_labels.get(""))
+                humans = human_labels.get(dimension) or human_labels.get("", [])
                 judge = (dimension, meta["model"], meta["rubric_hash"])
-                judged.setdefault(judge, []).append((grade.verdict, human))
+                judged.setdefault(judge, []).append((grade.verdict, humans))
     return [
         Agreement(
             dimension,
@@ -123,7 +126,7 @@ def agreements(store: Store, run: str | None = None) -> list[Agreement]:
             rubric_hash,
             judged=len(verdicts),
             unknown=sum(j is Verdict.UNKNOWN for j, _ in verdicts),
-            pairs=tuple((j, h) for j, h in verdicts if h is not None and j in _GRADED),
+            pairs=tuple((j, h) for j, humans in verdicts if j in _GRADED for h in humans),
         )
         for (dimension, model, rubric_hash), verdicts in sorted(judged.items())
     ]

@@ -11,6 +11,7 @@ from recorder import ConfigError
 
 from ..cases import CaseFileError, Suite
 from ..graders import Verdict
+from ._agreement import ambiguous_cases
 from ._record import TrialRecord
 from ._store import Store
 
@@ -27,7 +28,7 @@ class HealthFlag:
     """One finding of ``suite_health``, with its evidence."""
 
     kind: str
-    """never-passes, saturated or graduate."""
+    """never-passes, graduate, ambiguous or saturated."""
     subject: str
     """The case (or suite) it is about."""
     evidence: str
@@ -45,7 +46,8 @@ def suite_health(
     Case by case (sorted by id): a case none of whose ``min_trials`` or more
     graded trials passed (``never-passes``: the task or its grader is
     probably broken), a capability case whose every trial passed over its
-    last three runs (``graduate``); then a capability suite passing at least
+    last three runs (``graduate``); a case behind trials that people labelled
+    differently (``ambiguous``: see ``label_agreement``); then a capability suite passing at least
     ``saturated`` of its graded trials (``saturated``). ``replay
     suite-health`` prints them.
 
@@ -88,6 +90,16 @@ def suite_health(
                         f"last {GRADUATION_RUNS} runs ({', '.join(names[o] for o in recent)})",
                     )
                 )
+    for case_id, split in sorted(ambiguous_cases(store, names).items()):
+        flags.append(
+            HealthFlag(
+                "ambiguous",
+                case_id,
+                f"people labelled {len(split)} trial(s) differently ({', '.join(split[:5])}"
+                f"{', ...' if len(split) > 5 else ''}): read the task and its grader; "
+                "see `replay label-agreement`",
+            )
+        )
     capability = [t for _, t in graded if t.suite is Suite.CAPABILITY]
     if capability:
         rate = sum(t.passed for t in capability) / len(capability)

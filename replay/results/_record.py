@@ -244,6 +244,9 @@ class RunRecord:
     """When it started (ISO 8601, UTC)."""
     finished: str | None
     """When it finished; None: not finished (``replay run --resume`` finishes it)."""
+    golden: bool = False
+    """Part of the graders' gold standard (``replay golden``): ``replay regrade --golden``
+    grades its trials again whenever grading changes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +264,11 @@ class RunSummary:
 
 @dataclass(frozen=True, slots=True)
 class LabelRecord:
-    """A human's verdict on a stored trial (``replay label``), for one judged dimension."""
+    """A human's verdict on a stored trial (``replay label``), for one judged dimension.
+
+    ``verdict`` is ``pass``, ``fail`` or ``unknown`` (the labeller was unsure: it is
+    kept, and left out of every comparison).
+    """
 
     run: str
     case_id: str
@@ -272,3 +279,5 @@ class LabelRecord:
     note: str
     labeled: str
     """When (ISO 8601, UTC)."""
+    labeller: str = ""
+    """Who gave it (``replay label --by``); ``""``: unnamed."""

@@ -44,16 +44,22 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (2, "trials", "loops"),
     (3, "trials", "guards"),  # 3: the limits that fired in it
     (4, "trials", "duration"),  # 4: the seconds it took in the harness
+    (5, "runs", "golden"),  # 5: golden runs, and who gave each label
+    (5, "labels", "labeller"),
 )
 """Every column added since version 1, with the store version that added it. The store's
 version is the last line's: a store written by a later version is refused."""
 
 STORE_VERSION = MIGRATIONS[-1][0]
 """1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use;
-3: and the guards that fired in it; 4: and the seconds it took in the harness."""
+3: and the guards that fired in it; 4: and the seconds it took in the harness;
+5: a run may be golden (the graders' gold standard), and a label says who gave it."""
 
 KEY = ("run", "case_id", "idx")
 """A trial's key, the first columns of ``trials`` and of ``grades``."""
+
+LABEL_KEY = ("run", "case_id", "idx", "dimension", "labeller")
+"""A label's key: one label per trial, dimension and labeller (``""``: unnamed)."""
 
 _RENAMED = {("tool_use", "calls"): "tool_calls"}
 """Columns not named after their field: the names they had before there were records."""
@@ -199,7 +205,7 @@ GRADES = Layout(GradeRecord)
 def create_tables(db: sqlite_utils.Database) -> None:
     """Make a new store's tables."""
     db["runs"].create(  # type: ignore[union-attr]
-        {"name": str, "spec": str, "pins": str, "started": str, "finished": str},
+        {"name": str, "spec": str, "pins": str, "started": str, "finished": str, "golden": int},
         pk="name",
         if_not_exists=True,
     )
@@ -225,8 +231,9 @@ def _create_labels(db: sqlite_utils.Database) -> None:
             "verdict": str,
             "note": str,
             "labeled": str,
+            "labeller": str,
         },
-        pk=("run", "case_id", "idx", "dimension"),
+        pk=LABEL_KEY,
         if_not_exists=True,
     )
 
@@ -235,15 +242,25 @@ def upgrade(db: sqlite_utils.Database, version: int) -> None:
     """Bring a store written by an earlier version up to date.
 
     The columns ``MIGRATIONS`` names are added where missing (a trial stored before
-    version 3 fired no guard); version 1's cause grades become trial causes, and its
+    version 3 fired no guard; a label before version 5 is nobody's, ``""``, and its
+    key gains the labeller); version 1's cause grades become trial causes, and its
     runs' pins gain what version 2 pins (see ``_pins_of_version_2``).
     """
-    layouts = {"trials": TRIALS.columns, "grades": GRADES.columns}
+    layouts: dict[str, Mapping[str, type]] = {
+        "trials": TRIALS.columns,
+        "grades": GRADES.columns,
+        "runs": {"golden": int},
+        "labels": {"labeller": str},
+    }
+    _create_labels(db)
     for _, name, column in MIGRATIONS:
         table = db[name]
         if column not in table.columns_dict:
             table.add_column(column, layouts[name][column])  # type: ignore[union-attr]
-    _create_labels(db)
+    if db["labels"].pks != list(LABEL_KEY):  # type: ignore[union-attr]
+        # Version 5 keys a label by its labeller too; the labels before it were nobody's.
+        db.conn.execute("UPDATE labels SET labeller = '' WHERE labeller IS NULL")
+        db["labels"].transform(pk=LABEL_KEY)  # type: ignore[union-attr]
     if version >= 2:
         return
     with db.conn as conn:

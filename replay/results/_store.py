@@ -24,9 +24,18 @@ from recorder import ConfigError
 
 from ..graders import Verdict
 from ._record import GradeRecord, LabelRecord, RunRecord, RunSummary, TrialRecord
-from ._schema import GRADES, KEY, STORE_VERSION, TRIALS, create_tables, upgrade
+from ._schema import GRADES, KEY, LABEL_KEY, STORE_VERSION, TRIALS, create_tables, upgrade
 
 DEFAULT_PATH = Path(".replay") / "results.db"
+
+
+LABEL_VERDICTS = {
+    "pass": Verdict.PASS,
+    "fail": Verdict.FAIL,
+    "unknown": Verdict.UNKNOWN,
+    "unsure": Verdict.UNKNOWN,
+}
+"""What a label may say: pass, fail, or that the labeller was unsure (``unknown``)."""
 
 
 def _now() -> str:
@@ -136,12 +145,30 @@ class Store:
     def run(self, name: str) -> RunRecord | None:
         """Return a run (its spec and pins decoded), or None."""
         row = self.db.conn.execute(
-            "SELECT name, spec, pins, started, finished FROM runs WHERE name = ?", (name,)
+            "SELECT name, spec, pins, started, finished, golden FROM runs WHERE name = ?", (name,)
         ).fetchone()
         if row is None:
             return None
-        name, spec, pins, started, finished = row
-        return RunRecord(name, json.loads(spec), json.loads(pins or "{}"), started, finished)
+        name, spec, pins, started, finished, golden = row
+        return RunRecord(
+            name, json.loads(spec), json.loads(pins or "{}"), started, finished, bool(golden)
+        )
+
+    def set_golden(self, name: str, golden: bool = True) -> None:
+        """Mark a run as part of the graders' gold standard (or, False, no longer).
+
+        Raises:
+            ConfigError: There is no such run.
+        """
+        if self.run(name) is None:
+            raise ConfigError(f"no run {name!r} in {self.path}; see `replay runs`")
+        with self.db.conn as conn:
+            conn.execute("UPDATE runs SET golden = ? WHERE name = ?", (int(golden), name))
+
+    def golden_runs(self) -> list[str]:
+        """Names of the golden runs, oldest first."""
+        rows = self.db.conn.execute("SELECT name FROM runs WHERE golden ORDER BY started")
+        return [name for (name,) in rows]
 
     def runs(self) -> list[str]:
         """Names of every run, oldest first."""
@@ -250,14 +277,19 @@ class Store:
         verdict: Verdict | str,
         note: str = "",
         dimension: str = "",
+        labeller: str = "",
     ) -> None:
         """Store a human verdict beside a trial (for one judged dimension, or ``""``: all).
 
+        ``verdict`` is ``pass``, ``fail``, or ``unknown`` (also ``unsure``): the
+        labeller could not tell. Labelling again replaces the labeller's own label only.
+
         Raises:
-            ConfigError: The run has no such trial.
-            ValueError: ``verdict`` is not a verdict's name.
+            ConfigError: The run has no such trial, or the verdict is none of those.
         """
-        verdict = Verdict.parse(verdict)
+        said = LABEL_VERDICTS.get(str(getattr(verdict, "value", verdict)))
+        if said is None:
+            raise ConfigError(f"a label is pass, fail or unsure, not {verdict!r}")
         if not any(
             self.db["trials"].rows_where(
                 "run = ? AND case_id = ? AND idx = ?", [name, case_id, idx], limit=1
@@ -272,22 +304,23 @@ class Store:
                 "case_id": case_id,
                 "idx": idx,
                 "dimension": dimension,
-                "verdict": verdict.value,
+                "verdict": said.value,
                 "note": note,
                 "labeled": _now(),
+                "labeller": labeller,
             },
-            pk=("run", "case_id", "idx", "dimension"),
+            pk=LABEL_KEY,
         )
 
     def labels(self, name: str | None = None) -> list[LabelRecord]:
         """A run's human labels, or every run's."""
         where, args = ("WHERE run = ?", (name,)) if name is not None else ("", ())
         rows = self.db.conn.execute(
-            "SELECT run, case_id, idx, dimension, verdict, note, labeled FROM labels "
-            f"{where} ORDER BY run, case_id, idx",
+            "SELECT run, case_id, idx, dimension, verdict, note, labeled, labeller FROM labels "
+            f"{where} ORDER BY run, case_id, idx, dimension, labeller",
             args,
         )
         return [
-            LabelRecord(run, case_id, idx, dimension, Verdict(verdict), note, labeled)
-            for run, case_id, idx, dimension, verdict, note, labeled in rows
+            LabelRecord(run, case_id, idx, dimension, Verdict(verdict), note, labeled, labeller)
+            for run, case_id, idx, dimension, verdict, note, labeled, labeller in rows
         ]

@@ -4,13 +4,13 @@ Private: use what ``replay`` exports.
 """
 
 from ._html import cassette_html
+from ._labels import render_judge_agreement, render_label_agreement
 from ._run_page import run_html
 from ._server import ViewServer, view
 from ._terminal import (
     console,
     render_cassette,
     render_cassette_diff,
-    render_judge_agreement,
     render_report,
     render_run_diff,
 )
@@ -23,6 +23,7 @@ __all__ = [
     "render_cassette",
     "render_cassette_diff",
     "render_judge_agreement",
+    "render_label_agreement",
     "render_report",
     "render_run_diff",
     "run_html",

@@ -24,7 +24,7 @@ from recorder import (
     WarningEvent,
 )
 
-from ..results import CassetteDiff, Interval, JudgeAgreement, RunComparison, RunReport, worst_first
+from ..results import CassetteDiff, Interval, RunComparison, RunReport, worst_first
 from ._transcript import (
     Step,
     delta_lines,
@@ -364,50 +364,6 @@ def render_run_diff(comparison: RunComparison, out: Console) -> None:
         out.print(f"newly failing: {escape(c.case_id)}  read: replay show {c.failing_cassette}")
     if not newly:
         out.print("no case newly fails")
-
-
-def render_judge_agreement(result: JudgeAgreement, out: Console) -> None:
-    """The judge's agreement with human labels, per dimension, and the review queue."""
-    run, rows, queue = result.run, result.dimensions, result.review_queue
-    min_labels, min_agreement = result.min_labels, result.min_agreement
-    if not rows:
-        out.print(f"run {run} has no judge grades (cases without a rubric, or --no-judge)")
-        return
-    table = Table(title=f"judge agreement, run {run}", title_justify="left")
-    for column in ("dimension", "model", "judged", "labels", "agreement", "kappa", "unknown"):
-        table.add_column(column, justify="left" if column in ("dimension", "model") else "right")
-    table.add_column("status")
-    for row in rows:
-        status = "calibrated" if row["calibrated"] else "advisory"
-        table.add_row(
-            escape(row["dimension"]),
-            escape(row["model"]),
-            str(row["judged"]),
-            str(row["labels"]),
-            _fraction(row["agreement"]),
-            _fraction(row["kappa"]),
-            _fraction(row["unknown_rate"]),
-            status,
-        )
-    out.print(table)
-    for row in rows:
-        if row["calibrated"]:
-            out.print(f"{escape(row['dimension'])}: calibrated, its grades count")
-        else:
-            out.print(
-                f"{escape(row['dimension'])}: advisory until {min_labels} labels agree above "
-                f"{min_agreement:g} (every run in the store: {row['store_labels']} labels, "
-                f"agreement {_fraction(row['store_agreement'])})"
-            )
-    if queue:
-        out.print(f"\nreview queue: {len(queue)} unknown judge grade(s) to label")
-        for p in queue:
-            out.print(f"  {escape(p.case_id)}#{p.idx} {escape(p.dimension)}: {escape(p.reason)}")
-        out.print(f"label one with: replay label {escape(run)} CASE#INDEX pass|fail")
-
-
-def _fraction(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _num(value: float | None) -> str:

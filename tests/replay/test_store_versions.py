@@ -49,7 +49,7 @@ def test_a_store_written_before_versions_is_upgraded_and_still_reported(tmp_path
     assert failed.cause_detail == ("the simulated user failed: its endpoint answered HTTP 500",)
     assert [g.grader for g in passed.grades] == ["rule"] and failed.grades == ()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
     assert passed.guards == () and failed.guards == ()  # no limit fired then
     pins = store.run("old").pins  # type: ignore[union-attr]
     assert pins["llm"] is None  # review calls no LLM
@@ -86,7 +86,7 @@ def test_a_version_2_store_gains_guards_and_keeps_its_rows(tmp_path: Path) -> No
     assert trial.guards == () and trial.cause_detail == ("agent raised X: y",)
     assert [g.grader for g in trial.grades] == ["user"]
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
 
 
 def test_a_version_3_store_gains_duration_its_trials_unknown_there(tmp_path: Path) -> None:
@@ -112,7 +112,31 @@ def test_a_version_3_store_gains_duration_its_trials_unknown_there(tmp_path: Pat
     )
     assert [t.usage.duration for t in Store(path).trials("r")] == [None, 0.5]
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+
+
+def test_a_version_4_store_keeps_its_labels_as_nobodys_and_gains_labellers_and_golden(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v4.db"
+    with closing(sqlite3.connect(path)) as conn:  # version 4: labels keyed without a labeller
+        conn.executescript(VERSION_1)
+        conn.execute("INSERT INTO labels VALUES ('old', 'refund-4812', 0, '', 'fail', 'no', 'x')")
+        conn.execute("PRAGMA user_version = 4")
+        conn.commit()
+    store = Store(path)
+    (kept,) = store.labels("old")
+    assert (kept.verdict, kept.note, kept.labeller) == (Verdict.FAIL, "no", "")
+    store.add_label("old", "refund-4812", 0, "pass", labeller="ana")  # a second person's
+    store.add_label("old", "refund-4812", 0, "unsure", labeller="ben")
+    labels = {(label.labeller, label.verdict) for label in store.labels("old")}
+    assert labels == {("", Verdict.FAIL), ("ana", Verdict.PASS), ("ben", Verdict.UNKNOWN)}
+    run = store.run("old")
+    assert run is not None and not run.golden
+    store.set_golden("old")
+    assert store.golden_runs() == ["old"]
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
 
 
 def test_a_store_from_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
