@@ -43,7 +43,7 @@ class ExitCode(IntEnum):
     a trial of ``replay run`` or ``replay grade`` failed (verdict ``fail``, or an
     ``error`` the agent is to blame for: cause ``agent`` or ``limit``); or
     ``replay check-cases`` found a case whose reference solution fails its own
-    graders."""
+    graders; ``replay regrade`` moved more verdicts than ``--max-drift`` allows."""
     BAD_INPUT = 2
     """Nothing was judged: a bad option or option value, a missing, corrupt or
     unsupported file, a case file that does not validate, an unknown run, or

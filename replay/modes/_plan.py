@@ -15,12 +15,12 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from recorder import Cassette, ConfigError, Redaction, Tool
 
 from ..cases import Case
-from ..graders import Judge
+from ..graders import Dimension, Grade, Trial
 from ..mcp import McpServer
 from ..surroundings import FaultInjector, UserChannel
 from ..worlds import World
@@ -36,6 +36,19 @@ ToolFactory = Callable[[sqlite3.Connection], Sequence[Tool[..., Any]]]
 Prices = Mapping[str, tuple[float, float]]
 """USD per million input and output tokens, by model id."""
 LlmSource = Literal["live", "frozen"]
+
+
+class RubricJudge(Protocol):
+    """What grades a case's rubric.
+
+    ``replay.graders.Judge`` (an LLM), or grades kept from before: ``replay regrade``
+    without a judge replays the stored ones.
+    """
+
+    def grade(self, trial: Trial, dimensions: list[Dimension], cassette: Path) -> list[Grade]:
+        """One ``judge:<dimension>`` grade per dimension; calls recorded into ``cassette``."""
+        ...
+
 
 NO_LLM_URL = "http://127.0.0.1:9/v1"
 """The LLM address an agent gets when the LLM is frozen and its recording named none."""
@@ -109,7 +122,7 @@ class TrialPlan:
     faults: FaultInjector | None = None
     user: UserChannel | None = None
     world: World | None = None
-    judge: Judge | None = None
+    judge: RubricJudge | None = None
     prices: Prices | None = None
     graders: Sequence[str] = ()
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)

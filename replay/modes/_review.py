@@ -9,11 +9,10 @@ from pathlib import Path
 from recorder import ConfigError, FixtureError, read_cassette
 
 from ..cases import Case
-from ..graders import Judge
 from ..worlds import StateDiff, World, load_fixture
 from ._base import Mode
 from ._drive import Steps, drive
-from ._plan import Prices, ToolFactory, TrialPlan
+from ._plan import Prices, RubricJudge, ToolFactory, TrialPlan
 from ._trial import TrialResult, fresh_world, graded
 
 
@@ -63,7 +62,7 @@ def review(
     index: int = 0,
     prices: Prices | None = None,
     world: World | None = None,
-    judge: Judge | None = None,
+    judge: RubricJudge | None = None,
     judge_out: Path | None = None,
     tools: ToolFactory | None = None,
     graders: Sequence[str] = (),

@@ -7,6 +7,9 @@ executor backend (``_backend.BACKENDS``), whatever is imported first.
 from . import _dask, _processes, _ray
 from ._backend import BACKENDS
 from ._check import check_case
+from ._drift import Regrade
+from ._judge_check import MAX_FLIP, PROBES, JudgeCheck, ProbeResult, judge_check
+from ._regrade import MAX_DRIFT, make_golden, regrade, regrade_golden
 from ._runner import execute
 from ._spec import (
     SETTINGS,
@@ -29,15 +32,25 @@ for _name, _backend in (  # --help's order
 
 __all__ = [
     "BACKENDS",
+    "MAX_DRIFT",
+    "MAX_FLIP",
+    "PROBES",
     "SETTINGS",
     "AgentSettings",
     "ExecutorSettings",
     "FaultSettings",
+    "JudgeCheck",
     "JudgeSettings",
     "LlmSettings",
+    "ProbeResult",
     "RedactionSettings",
+    "Regrade",
     "RunSpec",
     "UserSettings",
     "check_case",
     "execute",
+    "judge_check",
+    "make_golden",
+    "regrade",
+    "regrade_golden",
 ]

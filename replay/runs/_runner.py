@@ -251,7 +251,7 @@ def _doubtful_recordings(jobs: Sequence[Job]) -> list[str]:
     return out
 
 
-def _grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
+def grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:
     """Each grader the run uses: its version and, per case, the arguments it is given.
 
     (Arguments are a list per case: a case may use one grader twice.)
@@ -334,7 +334,7 @@ def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
         "settings": hide_settings(spec.agent.settings),
         "mcp_servers": {n: _pinned(s) for n, s in spec.agent.mcp_servers.items()} or None,
         "grader_version": __version__,
-        "graders": _grader_pins(spec, cases),
+        "graders": grader_pins(spec, cases),
         "judge": {"model": spec.judge.model, "timeout": spec.judge.timeout}
         if spec.judge.url and spec.judge.enabled
         else None,

@@ -215,7 +215,7 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
             return _trial_steps(spec, job, mode, agent, tools, out, work.judge, work.faults)
 
         def done(job: Job, result: TrialResult | _Failed) -> Done:
-            record = _record(result)
+            record = record_of(result)
             graded_file = recorded.get(str(job.recorded), job.recorded)
             graded = result.cassette if not isinstance(result, _Failed) else None
             if job.recorded is not None and (graded == graded_file or mode.per_recording):
@@ -378,7 +378,7 @@ class _Failed:
     reason: str
 
 
-def _record(result: TrialResult | _Failed) -> TrialRecord:
+def record_of(result: TrialResult | _Failed) -> TrialRecord:
     """What the store keeps of a trial: its verdict, usage, cause, tool use and grades."""
     if isinstance(result, _Failed):
         case = result.job.case
@@ -416,9 +416,10 @@ def _record(result: TrialResult | _Failed) -> TrialRecord:
         tool_use=result.tool_use,
         guards=tuple(Guard(guard) for guard in result.guards),
         grades=tuple(GradeRecord.of(grade) for grade in outcome.grades),
+        expects=case.expects,
     )
 
 
 def failed(job: Job, reason: str) -> Done:
     """An ``error`` trial the driver stores for a job that could not run."""
-    return Done(job.case.id, job.index, _record(_Failed(job, reason)))
+    return Done(job.case.id, job.index, record_of(_Failed(job, reason)))

@@ -4,7 +4,10 @@ Private: use what ``replay`` exports.
 """
 
 from ._html import cassette_html
+from ._judge_check import render_judge_check
 from ._labels import render_judge_agreement, render_label_agreement
+from ._regrade import render_regrade
+from ._review import review_path
 from ._run_page import run_html
 from ._server import ViewServer, view
 from ._terminal import (
@@ -23,9 +26,12 @@ __all__ = [
     "render_cassette",
     "render_cassette_diff",
     "render_judge_agreement",
+    "render_judge_check",
     "render_label_agreement",
+    "render_regrade",
     "render_report",
     "render_run_diff",
+    "review_path",
     "run_html",
     "to_json",
     "view",
