@@ -45,6 +45,7 @@ from ._record import (
     TrialUsage,
 )
 from ._report import CaseReport, RunReport, build_report, report_json, worst_first
+from ._sample import Sample, sample
 from ._stats import (
     Interval,
     benjamini_hochberg,
@@ -94,6 +95,7 @@ __all__ = [
     "RunRecord",
     "RunReport",
     "RunSummary",
+    "Sample",
     "Store",
     "SuiteMetrics",
     "Thresholds",
@@ -123,6 +125,7 @@ __all__ = [
     "pass_hat_k",
     "plan",
     "report_json",
+    "sample",
     "step_numbers",
     "suite_health",
     "suite_interval",
