@@ -11,7 +11,7 @@ from recorder import ConfigError
 from replay import ExitCode, Regrade, Store, make_golden, regrade, regrade_golden
 from replay.graders import Judge
 
-from ..results import DEFAULT_PATH, calibrated_judges
+from ..results import DEFAULT_PATH
 from ..runs import MAX_DRIFT
 from ..views import console, render_regrade
 
@@ -77,7 +77,7 @@ def regrade_command(
     results = Store(store, create=False)
     judge = None
     if judge_url and judge_model:
-        judge = Judge(judge_url, judge_model, judge_timeout, calibrated=calibrated_judges(results))
+        judge = Judge(judge_url, judge_model, judge_timeout)
     options = {"graders": graders, "cases": cases or None, "judge": judge, "max_drift": max_drift}
     done: list[Regrade]
     if run is None:

@@ -29,7 +29,7 @@ from recorder import ConfigError, ReplayError, __version__
 from ..cases import Case, load_case
 from ..graders import Cause, Dimension, Grade, Judge, Trial, Verdict
 from ..modes import load_callable, review
-from ..results import GradeRecord, Store, TrialRecord
+from ..results import GradeRecord, Store, TrialRecord, calibrated_judges
 from ._drift import Regrade, compare, human_verdicts
 from ._runner import grader_pins
 from ._spec import RunSpec
@@ -87,7 +87,9 @@ def regrade(
         run: The run to regrade.
         graders: Graders added to every case's, besides those the run added.
         cases: The run's case files as they are now (default: the paths its spec stored).
-        judge: Judge the rubric again with this judge (default: replay the stored grades).
+        judge: Judge the rubric again with this judge (default: replay the stored grades);
+            whether its grades count is decided as the run decided it (its spec's
+            ``judge.min_labels`` and ``judge.min_agreement``, over the store's labels).
         max_drift: The share of verdicts allowed to change.
         labels_only: Regrade only trials people labelled (pass or fail, the whole trial).
         store_as: Store the regraded trials as a new run of this name, beside the original.
@@ -104,6 +106,9 @@ def regrade(
     spec = RunSpec.from_stored(dict(record.spec))
     by_id = _cases(spec, cases)
     tools = load_callable(spec.agent.tools) if spec.agent.tools else None
+    if judge is not None:
+        calibrated = calibrated_judges(store, spec.judge.min_labels, spec.judge.min_agreement)
+        judge = dataclasses.replace(judge, calibrated=calibrated)
     every = [*spec.graders, *graders]
     labels = human_verdicts(store.labels(run))
     stored = store.trials(run)

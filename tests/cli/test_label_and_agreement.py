@@ -125,3 +125,51 @@ def test_a_rubric_without_a_judge_is_refused_not_skipped(case: str, tmp_path: Pa
         "--store", str(tmp_path / "r.db"), *AGENT,
     )  # fmt: skip
     assert code == 2 and "--judge-url" in err and "--no-judge" in err
+
+
+def test_two_labellers_each_keep_their_label_and_each_is_compared_with_the_judge(
+    case: str, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "results.db")
+    run_judged(case, store, "r", Sequenced(["pass", "fail", "pass"]), "-k", "3")
+    for trial, ana, ben in (
+        ("#0", "pass", "pass"),
+        ("#1", "fail", "pass"),
+        ("#2", "pass", "unsure"),
+    ):
+        for who, said in (("ana", ana), ("ben", ben)):
+            code, out, _ = replay("label", "r", f"refund-4812{trial}", said, "--by", who,
+                                  "--note", f"{who} read it", "--store", store)  # fmt: skip
+            assert code == 0 and out.strip().endswith(f"by {who}: {said}")
+    assert len(Store(store).labels("r")) == 6  # nobody's label replaced another's
+    # The judge (pass, fail, pass) against every pass/fail label: ana 3 of 3, ben 1 of 2.
+    _, out, _ = replay("judge-agreement", "r", "--store", store, "--json")
+    (row,) = json.loads(out)["dimensions"]
+    assert (row["labels"], row["agreement"]) == (5, pytest.approx(4 / 5))
+    code, out, _ = replay("label-agreement", "r", "--store", store, "--json")
+    result = json.loads(out)
+    assert code == 0 and result["labellers"] == ["ana", "ben"] and result["units"] == 2
+    assert [d["trial"] for d in result["disagreements"]] == ["refund-4812#1"]
+    _, out, _ = replay("label-agreement", "r", "--store", store)
+    assert "refund-4812#1: ana fail, ben pass" in out and "ben: ben read it" in out
+    _, out, _ = replay("suite-health", "r", "--store", store)
+    assert "ambiguous: refund-4812: people labelled 1 trial(s) differently (r refund-4812#1)" in out
+
+
+def test_a_regrade_without_a_judge_replays_its_stored_grades(case: str, tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    run_judged(case, store, "r", Sequenced(["fail", "pass"]), "-k", "2", "--judge-min-labels", "0")
+    assert [t.verdict for t in Store(store).trials("r")] == ["fail", "pass"]
+    code, out, err = replay("regrade", "r", "--store", store, "--case", case, "--json")
+    result = json.loads(out)
+    assert code == 0, err
+    assert (result["regraded"], result["changed"], result["skipped"]) == (2, 0, [])
+    with StubLLM(JudgePolicy(default="pass")) as judge:  # judged again: trial 0 now passes
+        url = judge.openai_base_url
+        code, out, _ = replay("regrade", "r", "--store", store, "--case", case, "--json",
+                              "--judge-url", url, "--judge-model", "judge-1")  # fmt: skip
+    result = json.loads(out)
+    assert code == 1 and [c["trial"] for c in result["changes"]] == ["refund-4812#0"]
+    assert result["changes"][0]["graders"] == {"judge:tone": ["fail", "pass"]}
+    (trial,) = [t for t in Store(store).trials("r") if t.idx == 0]
+    assert not trial.grades[-1].advisory  # it gated (the run's own calibration: none needed)
