@@ -13,6 +13,19 @@ from replay import view as serve
 from ..results import DEFAULT_PATH
 
 
+def serve_until_stopped(store: Path, *, host: str, port: int, page: str = "") -> None:
+    """Serve ``store`` and print its address (and ``page``'s, a path on it) until Ctrl-C.
+
+    Ctrl-C is how ``replay view`` and ``replay sample --view`` end: it stops the server
+    and exits OK.
+    """
+    with contextlib.suppress(KeyboardInterrupt), serve(store, host=host, port=port) as server:
+        click.echo(f"serving {server.store} at {server.url} (Ctrl-C stops)")
+        if page:
+            click.echo(f"review queue: {server.url.rstrip('/')}{page}")
+        threading.Event().wait()
+
+
 @click.command()
 @click.option("--store", type=click.Path(path_type=Path), default=DEFAULT_PATH, show_default=True)
 @click.option(
@@ -31,12 +44,12 @@ from ..results import DEFAULT_PATH
 def view(store: Path, host: str, port: int) -> None:
     """Serve the results store as pages: the runs, one run, a trial, two runs compared.
 
-    Read-only. Open the printed address; Ctrl-C stops the server (exit 0). The
-    pages: / (every run, newest first, and a form to compare two),
-    /runs/NAME, /runs/NAME/trials/CASE/INDEX and /compare/A/B (newly failing
-    cases first, each linked to a failing trial's transcript).
+    Open the printed address; Ctrl-C stops the server (exit 0). The pages: /
+    (every run, newest first, and a form to compare two), /runs/NAME,
+    /runs/NAME/trials/CASE/INDEX, /compare/A/B (newly failing cases first,
+    each linked to a failing trial's transcript) and /runs/NAME/review (the
+    trials `replay sample` picks, each with a form to label it). The server
+    only reads, but for those labels, which it takes from its own page alone
+    (bound to a loopback address).
     """
-    # Ctrl-C is how this command ends: it stops the server and exits OK.
-    with contextlib.suppress(KeyboardInterrupt), serve(store, host=host, port=port) as server:
-        click.echo(f"serving {server.store} at {server.url} (Ctrl-C stops)")
-        threading.Event().wait()
+    serve_until_stopped(store, host=host, port=port)

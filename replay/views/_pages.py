@@ -1,7 +1,8 @@
 """The pages ``replay view`` serves: the run list, one run, one trial, two runs compared.
 
 Each address is an entry of ``ROUTES`` (its path segments, ``*`` for a name); a page
-reads the store and never writes it. Names come from users: every one goes through
+reads the store and never writes it (the review queue's forms are POSTed to the
+server, ``_server``, which writes their labels). Names come from users: every one goes through
 ``_e`` in text and through ``_href`` (percent-encoded, a ``/`` in a case id included)
 in a link. An address naming no run, case or trial is a 404 page listing what exists.
 """
@@ -23,9 +24,11 @@ from ..results import (
     Store,
     TrialRecord,
     compare_runs,
+    sample,
     suite_metrics,
 )
 from ._html import _badge, _e, _load, _num, _page, _table, transcript_html
+from ._review import numbers, queue_html
 from ._run_page import cause_html, grades_html, run_html
 
 _WORST = {
@@ -51,6 +54,7 @@ class Page:
     status: int
     body: str
     location: str | None = None
+    type: str = "text/html; charset=utf-8"
 
 
 class _Missing(ReplayError):
@@ -167,7 +171,8 @@ def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
     top = (
         _CSS
         + _nav((f"run {name}", _href("runs", name)))
-        + f"<p>{_a('#trial-pages', 'one page per trial')}{compare}</p>"
+        + f"<p>{_a('#trial-pages', 'one page per trial')}{compare} &middot; "
+        + f"{_a(_href('runs', name, 'review'), 'review queue', id='to-review')}</p>"
     )
     bottom = '<h2 id="trial-pages">trial pages</h2>' + _table(
         ["case", "trial", "verdict", "page"], rows, "trial-pages"
@@ -328,6 +333,22 @@ def _suite_change(comparison: RunComparison) -> str:
     return f'<h2>suite, paired by case</h2><ul id="suite-change">{items}</ul>{notes}'
 
 
+def review_page(store: Store, query: dict[str, list[str]], name: str, *, token: str = "") -> Page:
+    """The review queue (``_review``): the trials ``replay sample`` picks, a form for each.
+
+    ``token`` is the server's, for its forms to send back; a query that is no numbers is
+    a 400 of one line.
+    """
+    _known_run(store, name)
+    try:
+        passed, failed, seed = numbers(query)
+    except ValueError as exc:
+        return Page(400, f"{exc}\n", type="text/plain; charset=utf-8")
+    picked = sample(store, name, passed=passed, failed=failed, seed=seed)
+    nav = _nav((f"run {name}", _href("runs", name)), ("review", _href("runs", name, "review")))
+    return _ok(f"review run {name}", nav + queue_html(store, picked, passed, failed, token))
+
+
 def pick_page(store: Store, query: dict[str, list[str]]) -> Page:
     """The run list's form, ``/compare?a=A&b=B``: sent on to ``/compare/A/B``."""
     a, b = (query.get(key, [""])[0] for key in ("a", "b"))
@@ -340,6 +361,7 @@ Route = Callable[..., Page]
 ROUTES: list[tuple[tuple[str, ...], Route]] = [
     ((), runs_page),
     (("runs", "*"), run_page),
+    (("runs", "*", "review"), review_page),
     (("runs", "*", "trials", "*", "*"), trial_page),
     (("compare",), pick_page),
     (("compare", "*", "*"), compare_page),
@@ -363,11 +385,12 @@ def _missing(message: str, exists: list[tuple[str, str]]) -> Page:
     return Page(404, _page("not found", _CSS + body))
 
 
-def render(store_path: Path, target: str) -> Page:
+def render(store_path: Path, target: str, *, token: str = "") -> Page:
     """The page at ``target`` (a request's path and query) of the store at ``store_path``.
 
     The store is opened read-only for this request alone (a connection is one thread's);
-    a store that cannot be opened any more is a page saying why.
+    a store that cannot be opened any more is a page saying why. ``token``: the server's
+    own, which the review queue's forms carry back.
     """
     parts = urlsplit(target)
     segments = [unquote(s) for s in parts.path.split("/") if s]
@@ -382,8 +405,9 @@ def render(store_path: Path, target: str) -> Page:
             exists += [(f"run {r}", _href("runs", r)) for r in _run_names(store)]
             return _missing(f"no page at {parts.path}", exists)
         page, params = found
+        extra = {"token": token} if page is review_page else {}
         try:
-            return page(store, parse_qs(parts.query), *params)
+            return page(store, parse_qs(parts.query), *params, **extra)
         except _Missing as missing:
             return _missing(str(missing), missing.exists)
     finally:
