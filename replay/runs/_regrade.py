@@ -40,6 +40,8 @@ MAX_DRIFT = 0.01
 
 _HELD_CAUSES = (Cause.LIMIT, Cause.USER, Cause.HARNESS)
 """Error causes no grader decides: a regrade keeps the stored verdict."""
+_RUN_ONLY = ("replay",)
+"""Graders whose verdict only the trial's own run could give (the calls it missed)."""
 
 
 class _Stored:
@@ -157,9 +159,18 @@ def _unreadable(trial: TrialRecord, cases: Mapping[str, Case]) -> str | None:
 
 
 def _held(before: TrialRecord, after: TrialRecord) -> TrialRecord:
-    """The regraded record, keeping what no grader decided and where the trial was recorded."""
+    """The regraded record, keeping what no grader decided and where the trial was recorded.
+
+    The calls offline replay could not answer are known only to the replay that met
+    them: the stored ``replay`` grade stands in for the one review cannot give.
+    """
+    kept = tuple(g for g in before.grades if g.grader in _RUN_ONLY)
     after = dataclasses.replace(
-        after, cassette=before.cassette, usage=before.usage, guards=before.guards
+        after,
+        cassette=before.cassette,
+        usage=before.usage,
+        guards=before.guards,
+        grades=(*kept, *(g for g in after.grades if g.grader not in _RUN_ONLY)),
     )
     if before.verdict is Verdict.UNSUPPORTED or before.cause in _HELD_CAUSES:
         return dataclasses.replace(
