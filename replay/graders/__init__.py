@@ -35,6 +35,10 @@ from ._deadline import DeadlinePassed as DeadlinePassed
 from ._deadline import post_within as post_within
 from ._expr import Assertion, AssertionSyntaxError
 from ._judge import Dimension, Judge
+from ._judge import trial_text as trial_text
+from ._pairwise import Restater as Restater
+from ._pairwise import pad_answer as pad_answer
+from ._pairwise import paraphrase as paraphrase
 from ._reference import MatchReference as MatchReference
 from ._reference import Reference as Reference
 from ._reference import key_value as key_value
@@ -50,12 +54,16 @@ _SIBLINGS = (
     "DeadlinePassed",
     "MatchReference",
     "Reference",
+    "Restater",
     "TrialToolUse",
     "agent_calls",
     "key_value",
+    "pad_answer",
+    "paraphrase",
     "post_within",
     "step_order",
     "touched",
+    "trial_text",
     "trial_tool_use",
 )
 

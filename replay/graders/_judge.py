@@ -9,14 +9,15 @@ refusal, an HTTP error, a timeout) is ``unknown``, never pass.
 A judge gates nothing until it is calibrated: its grades are *advisory*
 (shown, stored, left out of the trial's verdict) unless its model and the
 dimension's rubric hash are in ``calibrated``, which the runner computes from
-human labels (see ``Store.calibrated_judges``).
+human labels (see ``Store.calibrated_judges``) and ``replay judge-check``
+has not found it biased. ``Judge.compare`` asks it which of two trials is
+better (``_pairwise``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,14 @@ from recorder import ErrorEvent, Pins, ToolEvent, record
 
 from ._core import Grade, Trial, Verdict
 from ._deadline import post_within
+from ._pairwise import (
+    FENCE,
+    PAIRWISE_PROMPT,
+    Choice,
+    chat_content,
+    pairwise_text,
+    parse_choice,
+)
 
 JUDGE_PROMPT = (
     "You grade one dimension of an AI agent's work on a task. Read the task, what the "
@@ -38,7 +47,6 @@ JUDGE_PROMPT = (
 )
 """The judge's system prompt; part of every rubric hash, so changing it recalibrates."""
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 _MAX_RESULT = 600
 """Characters of a tool result shown to the judge."""
 
@@ -119,18 +127,45 @@ class Judge:
                 )
         return grades
 
+    def compare(
+        self, first: Trial, second: Trial, dimension: Dimension, cassette: Path
+    ) -> tuple[Choice, str]:
+        """Which of two trials of one case (``first`` shown as A) meets ``dimension`` better.
+
+        One call with the pairwise prompt (``PAIRWISE_PROMPT``), recorded into
+        ``cassette``; ``"unknown"`` for anything but a well-formed choice.
+        """
+        with record(
+            cassette,
+            case_id=first.case.id,
+            trial=first.cassette.header.trial,
+            pins=Pins(model=self.model, user={"role": "judge", "kind": "pairwise"}),
+            overwrite=True,
+            strict=True,
+        ):
+            raw, failure = self._post(
+                PAIRWISE_PROMPT,
+                f"Dimension: {dimension.name}\nCriteria: {dimension.criteria}\n\n"
+                + pairwise_text(trial_text(first), trial_text(second)),
+            )
+        return parse_choice(raw) if raw is not None else ("unknown", failure)
+
     def _ask(self, dimension: Dimension, evidence: str) -> tuple[Verdict, str]:
+        raw, failure = self._post(
+            JUDGE_PROMPT,
+            f"Dimension: {dimension.name}\nCriteria: {dimension.criteria}\n\n{evidence}",
+        )
+        return parse_verdict(raw) if raw is not None else (Verdict.UNKNOWN, failure)
+
+    def _post(self, system: str, user: str) -> tuple[bytes | None, str]:
+        """The judge's raw answer to one call, or None and why there is none."""
         body = {
             "model": self.model,
             "temperature": 0,
             "max_tokens": self.max_tokens,
             "messages": [
-                {"role": "system", "content": JUDGE_PROMPT},
-                {
-                    "role": "user",
-                    "content": f"Dimension: {dimension.name}\n"
-                    f"Criteria: {dimension.criteria}\n\n{evidence}",
-                },
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
             ],
         }
         headers = {"Authorization": f"Bearer {self.api_key}"}
@@ -139,29 +174,20 @@ class Judge:
                 self.base_url, "chat/completions", json=body, headers=headers, deadline=self.timeout
             )
         except httpx.TimeoutException:  # the deadline, or a phase of the call timing out
-            return Verdict.UNKNOWN, f"judge timed out after {self.timeout:g}s"
+            return None, f"judge timed out after {self.timeout:g}s"
         except httpx.HTTPError as exc:
-            return Verdict.UNKNOWN, f"judge unreachable: {type(exc).__name__}: {exc}"
+            return None, f"judge unreachable: {type(exc).__name__}: {exc}"
         if response.status_code != 200:
-            return Verdict.UNKNOWN, f"judge answered HTTP {response.status_code}"
-        return parse_verdict(response.content)
+            return None, f"judge answered HTTP {response.status_code}"
+        return response.content, ""
 
 
 def parse_verdict(raw: bytes) -> tuple[Verdict, str]:
     """Read a chat completion's verdict; anything but the JSON contract is ``unknown``."""
-    try:
-        message = json.loads(raw)["choices"][0]["message"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        return Verdict.UNKNOWN, "judge response is not a chat completion"
-    if not isinstance(message, dict):
-        return Verdict.UNKNOWN, "judge response is not a chat completion"
-    if message.get("refusal"):
-        return Verdict.UNKNOWN, f"judge refused: {str(message['refusal'])[:200]}"
-    content = message.get("content") or ""
-    if not isinstance(content, str):
-        return Verdict.UNKNOWN, f"judge answered content that is not text: {content!r:.200}"
-    content = content.strip()
-    fenced = _FENCE.match(content)
+    content, failure = chat_content(raw)
+    if content is None:
+        return Verdict.UNKNOWN, failure
+    fenced = FENCE.match(content)
     try:
         data = json.loads(fenced.group(1) if fenced else content)
         verdict = Verdict(str(data["verdict"]).lower())

@@ -9,6 +9,7 @@ from ._calibration import (
     MIN_LABELS,
     JudgeAgreement,
     calibrated_judges,
+    cohen_kappa,
     judge_agreement,
 )
 from ._causes import CauseGroup, FailedTrial
@@ -59,7 +60,7 @@ from ._stats import (
     trial_variance,
     wilson_interval,
 )
-from ._store import DEFAULT_PATH, Store
+from ._store import DEFAULT_PATH, JudgeCheckRecord, Store
 
 __all__ = [
     "DEFAULT_PATH",
@@ -85,6 +86,7 @@ __all__ = [
     "HealthFlag",
     "Interval",
     "JudgeAgreement",
+    "JudgeCheckRecord",
     "LabelAgreement",
     "LabelRecord",
     "NoiseFloor",
@@ -107,6 +109,7 @@ __all__ = [
     "case_interval",
     "case_metrics",
     "clustered_se",
+    "cohen_kappa",
     "compare_counts",
     "compare_runs",
     "detectable",

@@ -10,8 +10,10 @@ review; a label the labeller was unsure of compares with nothing.
 A judge (its model and a dimension's rubric hash, which covers the judge
 prompt and the criteria) is *calibrated* when, over every run in the store,
 it has at least ``min_labels`` pairs and agrees on more than
-``min_agreement`` of them. Only a calibrated judge's grades count toward a
-trial's verdict.
+``min_agreement`` of them, and its latest ``replay judge-check`` (if any)
+found no bias: a judge whose verdicts flip when the answer is padded, say,
+stays advisory whatever its agreement. Only a calibrated judge's grades
+count toward a trial's verdict.
 """
 
 from __future__ import annotations
@@ -132,16 +134,26 @@ def agreements(store: Store, run: str | None = None) -> list[Agreement]:
     ]
 
 
+def failed_checks(store: Store) -> dict[JudgeKey, str]:
+    """The judges whose latest ``replay judge-check`` failed, each with why it is advisory."""
+    return {key: check.reason for key, check in store.judge_checks().items() if not check.passed}
+
+
 def calibrated_judges(
     store: Store, min_labels: int = MIN_LABELS, min_agreement: float = MIN_AGREEMENT
 ) -> frozenset[JudgeKey] | None:
-    """The (model, rubric hash) pairs that may gate; None when every judge may (no minimum)."""
+    """The (model, rubric hash) pairs that may gate; None when every judge may (no minimum).
+
+    A judge whose latest ``replay judge-check`` failed may not, whatever its agreement
+    (``min_labels == 0`` trusts every judge as it is, that one too).
+    """
     if min_labels <= 0:
         return None
+    failed = failed_checks(store)
     return frozenset(
         (a.model, a.rubric_hash)
         for a in agreements(store)
-        if a.calibrated(min_labels, min_agreement)
+        if a.calibrated(min_labels, min_agreement) and (a.model, a.rubric_hash) not in failed
     )
 
 
@@ -182,7 +194,11 @@ class JudgeAgreement:
         dimensions: Per judged dimension, a dict: ``dimension``, ``model``,
             ``rubric_hash``, ``judged``, ``labels``, ``agreement``, ``kappa``,
             ``unknown_rate`` (this run's), ``calibrated`` and ``store_labels``,
-            ``store_agreement`` (over every run in the store).
+            ``store_agreement`` (over every run in the store), ``judge_check``
+            (its latest ``replay judge-check``: ``passed``, ``checked``, ``reason``;
+            None if never checked) and ``advisory`` (why it is advisory: a failed
+            judge check, ``advisory: judge-check found ...``, or too few agreeing
+            labels; None when calibrated).
         review_queue: The unknown judge grades no human has labelled yet.
         min_labels: What calibration asked for.
         min_agreement: What calibration asked for.
@@ -223,9 +239,18 @@ def judge_agreement(
     if store.run(run) is None:
         raise ConfigError(f"no run {run!r} in {store.path}")
     everywhere = {(a.dimension, a.model, a.rubric_hash): a for a in agreements(store)}
+    checks = store.judge_checks()
     rows: list[dict[str, Any]] = []
     for here in agreements(store, run):
         overall = everywhere[(here.dimension, here.model, here.rubric_hash)]
+        check = checks.get((here.model, here.rubric_hash))
+        labelled = overall.calibrated(min_labels, min_agreement)
+        if check is not None and not check.passed and min_labels > 0:
+            advisory: str | None = check.reason
+        elif not labelled:
+            advisory = f"advisory until {min_labels} labels agree above {min_agreement:g}"
+        else:
+            advisory = None
         rows.append(
             {
                 "dimension": here.dimension,
@@ -236,9 +261,13 @@ def judge_agreement(
                 "agreement": here.agreement,
                 "kappa": here.kappa,
                 "unknown_rate": here.unknown_rate,
-                "calibrated": overall.calibrated(min_labels, min_agreement),
+                "calibrated": advisory is None,
                 "store_labels": overall.labels,
                 "store_agreement": overall.agreement,
+                "judge_check": None
+                if check is None
+                else {"passed": check.passed, "checked": check.checked, "reason": check.reason},
+                "advisory": advisory,
             }
         )
     return JudgeAgreement(run, rows, review_queue(store, run), min_labels, min_agreement)

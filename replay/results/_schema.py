@@ -219,6 +219,7 @@ def create_tables(db: sqlite_utils.Database) -> None:
     db["grades"].create({**key, **GRADES.columns}, if_not_exists=True)  # type: ignore[union-attr]
     db["grades"].create_index(list(KEY), if_not_exists=True)  # type: ignore[union-attr]
     _create_labels(db)
+    create_judge_checks(db)
 
 
 def _create_labels(db: sqlite_utils.Database) -> None:
@@ -238,6 +239,27 @@ def _create_labels(db: sqlite_utils.Database) -> None:
     )
 
 
+JUDGE_CHECK_KEY = ("model", "rubric_hash")
+"""A judge check's key: the latest ``replay judge-check`` of a judge model and rubric hash."""
+
+
+def create_judge_checks(db: sqlite_utils.Database) -> None:
+    """The ``judge_checks`` table: each judge's latest bias probes (``replay judge-check``)."""
+    db["judge_checks"].create(  # type: ignore[union-attr]
+        {
+            "model": str,
+            "rubric_hash": str,
+            "checked": str,
+            "passed": int,
+            "reason": str,
+            "runs": str,
+            "result": str,
+        },
+        pk=JUDGE_CHECK_KEY,
+        if_not_exists=True,
+    )
+
+
 def upgrade(db: sqlite_utils.Database, version: int) -> None:
     """Bring a store written by an earlier version up to date.
 
@@ -245,6 +267,7 @@ def upgrade(db: sqlite_utils.Database, version: int) -> None:
     version 3 fired no guard; a label before version 5 is nobody's, ``""``, and its
     key gains the labeller); version 1's cause grades become trial causes, and its
     runs' pins gain what version 2 pins (see ``_pins_of_version_2``).
+    The ``judge_checks`` table (version 5) is made where missing, empty.
     """
     layouts: dict[str, Mapping[str, type]] = {
         "trials": TRIALS.columns,
@@ -253,6 +276,7 @@ def upgrade(db: sqlite_utils.Database, version: int) -> None:
         "labels": {"labeller": str},
     }
     _create_labels(db)
+    create_judge_checks(db)
     for _, name, column in MIGRATIONS:
         table = db[name]
         if column not in table.columns_dict:

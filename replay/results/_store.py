@@ -15,6 +15,8 @@ import datetime as dt
 import json
 import os
 import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,17 @@ from recorder import ConfigError
 
 from ..graders import Verdict
 from ._record import GradeRecord, LabelRecord, RunRecord, RunSummary, TrialRecord
-from ._schema import GRADES, KEY, LABEL_KEY, STORE_VERSION, TRIALS, create_tables, upgrade
+from ._schema import (
+    GRADES,
+    JUDGE_CHECK_KEY,
+    KEY,
+    LABEL_KEY,
+    STORE_VERSION,
+    TRIALS,
+    create_judge_checks,
+    create_tables,
+    upgrade,
+)
 
 DEFAULT_PATH = Path(".replay") / "results.db"
 
@@ -36,6 +48,24 @@ LABEL_VERDICTS = {
     "unsure": Verdict.UNKNOWN,
 }
 """What a label may say: pass, fail, or that the labeller was unsure (``unknown``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCheckRecord:
+    """The latest ``replay judge-check`` of a judge model on one rubric dimension."""
+
+    model: str
+    rubric_hash: str
+    checked: str
+    """When (UTC, ISO 8601)."""
+    passed: bool
+    """Whether every probe stayed under its threshold."""
+    reason: str
+    """Why it failed (``advisory: judge-check found ...``); ``""`` when it passed."""
+    runs: tuple[str, ...]
+    """The runs whose labelled trials were probed."""
+    result: Mapping[str, Any]
+    """The whole check, as ``JudgeCheck.to_json`` gives it."""
 
 
 def _now() -> str:
@@ -324,3 +354,52 @@ class Store:
             LabelRecord(run, case_id, idx, dimension, Verdict(verdict), note, labeled, labeller)
             for run, case_id, idx, dimension, verdict, note, labeled, labeller in rows
         ]
+
+    def add_judge_check(
+        self,
+        model: str,
+        rubric_hashes: Sequence[str],
+        *,
+        passed: bool,
+        reason: str,
+        runs: Sequence[str],
+        result: Mapping[str, Any],
+    ) -> None:
+        """Store a judge check for each rubric hash, replacing that judge's previous one."""
+        create_judge_checks(self.db)  # (a store made this version before the table)
+        checked = _now()
+        self.db["judge_checks"].upsert_all(  # type: ignore[union-attr]
+            [
+                {
+                    "model": model,
+                    "rubric_hash": rubric_hash,
+                    "checked": checked,
+                    "passed": int(passed),
+                    "reason": reason,
+                    "runs": json.dumps(list(runs)),
+                    "result": json.dumps(dict(result)),
+                }
+                for rubric_hash in rubric_hashes
+            ],
+            pk=JUDGE_CHECK_KEY,
+        )
+
+    def judge_checks(self) -> dict[tuple[str, str], JudgeCheckRecord]:
+        """Each (judge model, rubric hash)'s latest judge check."""
+        if "judge_checks" not in self.db.table_names():
+            return {}
+        rows = self.db.conn.execute(
+            "SELECT model, rubric_hash, checked, passed, reason, runs, result FROM judge_checks"
+        )
+        return {
+            (model, rubric_hash): JudgeCheckRecord(
+                model,
+                rubric_hash,
+                checked,
+                bool(passed),
+                reason,
+                tuple(json.loads(runs)),
+                json.loads(result),
+            )
+            for model, rubric_hash, checked, passed, reason, runs, result in rows
+        }

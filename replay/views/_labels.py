@@ -39,6 +39,8 @@ def render_judge_agreement(result: JudgeAgreement, out: Console) -> None:
     for row in rows:
         if row["calibrated"]:
             out.print(f"{escape(row['dimension'])}: calibrated, its grades count")
+        elif (row.get("judge_check") or {}).get("passed") is False and row.get("advisory"):
+            out.print(f"{escape(row['dimension'])}: {escape(row['advisory'])}")
         else:
             out.print(
                 f"{escape(row['dimension'])}: advisory until {min_labels} labels agree above "
