@@ -95,6 +95,15 @@ def test_demo_replay_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     ) in out
     assert "pass^8" in out and "suite pass^k (95% interval): k=1 " in out
     assert "refund-4812 failed because:" in out
+    # Today's graders give every stored trial of the demo the verdict it has, grader by
+    # grader: the offline run's unsupported call, the flaky trials, the fault, the violation.
+    from replay import Store, regrade
+
+    store = Store(tmp_path / "demo.db")
+    for run in store.runs():
+        result = regrade(store, run, max_drift=0.0)
+        assert (result.regraded, result.skipped) == (len(store.trials(run)), ()), run
+        assert result.passed and not [g for g in result.graders if g.changed], run
 
 
 def test_a_format_2_cassette_reads_as_what_it_recorded() -> None:
