@@ -77,4 +77,4 @@ def sample_command(
         if not serve:
             click.echo(f"review queue: {queue} on `replay view{where}` (or rerun with --view)")
     if serve:
-        serve_until_stopped(store, host="127.0.0.1", port=port or 0, page=queue)
+        serve_until_stopped(store, host="127.0.0.1", port=port or 0, page=queue, err=as_json)

@@ -13,16 +13,18 @@ from replay import view as serve
 from ..results import DEFAULT_PATH
 
 
-def serve_until_stopped(store: Path, *, host: str, port: int, page: str = "") -> None:
+def serve_until_stopped(
+    store: Path, *, host: str, port: int, page: str = "", err: bool = False
+) -> None:
     """Serve ``store`` and print its address (and ``page``'s, a path on it) until Ctrl-C.
 
     Ctrl-C is how ``replay view`` and ``replay sample --view`` end: it stops the server
-    and exits OK.
+    and exits OK. ``err``: print to stderr (stdout holds JSON).
     """
     with contextlib.suppress(KeyboardInterrupt), serve(store, host=host, port=port) as server:
-        click.echo(f"serving {server.store} at {server.url} (Ctrl-C stops)")
+        click.echo(f"serving {server.store} at {server.url} (Ctrl-C stops)", err=err)
         if page:
-            click.echo(f"review queue: {server.url.rstrip('/')}{page}")
+            click.echo(f"review queue: {server.url.rstrip('/')}{page}", err=err)
         threading.Event().wait()
 
 

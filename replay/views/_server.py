@@ -64,6 +64,12 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def _port(host: str) -> str:
+    """The port a Host header names (80 when it names none)."""
+    name, colon, port = host.rpartition(":")
+    return port if colon and not port.endswith("]") and name else "80"
+
+
 def _line(status: int, text: str) -> Page:
     """A refusal or a bad form: one line of plain text."""
     return Page(status, " ".join(text.split()) + "\n", type="text/plain; charset=utf-8")
@@ -140,7 +146,7 @@ class _Handler(BaseHTTPRequestHandler):
             return _line(403, "labels are taken only by a server bound to a loopback address")
         host = self.headers.get("Host") or ""
         port = str(self.server.server_address[1])
-        if host.rpartition(":")[2] != port:
+        if _port(host) != port:
             return _line(403, f"refused: Host {host!r} is not this server's (port {port})")
         origin = self.headers.get("Origin")
         if origin is None or origin.lower() != f"http://{host}".lower():
