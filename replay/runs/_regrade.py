@@ -10,7 +10,8 @@ passes.
 
 What is not the graders' to decide is held: a trial that could not be regraded
 (no cassette, its case file gone, a cassette that cannot be read) is skipped and
-listed; a trial whose stored verdict no grader gave (an ``error`` of cause
+listed (so is one whose cassette is cut short now: it was graded whole); a
+trial whose stored verdict no grader gave (an ``error`` of cause
 ``limit``, ``user`` or ``harness``, or ``unsupported``) keeps that verdict, its
 grades compared all the same. Without a judge the rubric is not judged again:
 the stored judge grades are replayed as they were (``RubricJudge``).
@@ -140,6 +141,10 @@ def regrade(
                 )
             except ReplayError as exc:
                 skipped.append((name, str(exc)))
+                continue
+            cut = result.trial.cassette.truncation
+            if cut is not None:  # graded whole when stored: a part of it would move it
+                skipped.append((name, f"its cassette {trial.cassette} is cut short ({cut})"))
                 continue
             pairs.append((trial, _held(trial, record_of(result))))
     if store_as is not None:

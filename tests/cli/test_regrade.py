@@ -162,3 +162,25 @@ def test_a_run_without_labels_cannot_be_golden(graded_run: str) -> None:
     assert code == 2 and "has no trial labelled pass or fail" in err
     code, _, err = replay("regrade", "nope", "--store", graded_run)
     assert code == 2 and err.count("\n") == 1 and "no run 'nope'" in err
+
+
+def test_trials_whose_cassettes_are_gone_or_damaged_are_skipped_and_named(tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", CASE, "--run", "r", "--llm-url", llm.openai_base_url, "--store", store,
+            "--isolation", "none", "-k", "4", *AGENT,
+        )  # fmt: skip
+    assert code == 0, err
+    paths = [Path(str(t.cassette)) for t in Store(store).trials("r")]
+    paths[0].unlink()
+    paths[1].write_bytes(b"not a cassette")
+    paths[2].write_bytes(paths[2].read_bytes()[:-200])  # the footer and more cut off
+    code, out, err = replay("regrade", "r", "--store", store, "--json")
+    result = json.loads(out)
+    assert code == 0, err  # nothing regraded moved
+    assert result["regraded"] == 1 and result["changed"] == 0
+    why = {s["trial"]: s["why"] for s in result["skipped"]}
+    assert "is not there" in why["refund-4812#0"]
+    assert "not a cassette" in why["refund-4812#1"]
+    assert "cut short" in why["refund-4812#2"]
