@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from recorder import ConfigError
+from recorder import ConfigError, ReplayError
 
 from ..cases import Case, load_case
 from ..graders import Dimension, Judge, Trial, Verdict, pad_answer, paraphrase, trial_text
@@ -268,7 +268,11 @@ def _labelled(
             dimensions = tuple(d for d in case.dimensions() if humans[d.name])
             if not dimensions:
                 continue
-            trial = review(case, Path(stored.cassette), index=stored.idx).trial
+            try:
+                trial = review(case, Path(stored.cassette), index=stored.idx).trial
+            except ReplayError as exc:  # another fixture or case now: say so, probe the rest
+                skipped.append(f"{name}: {exc}")
+                continue
             stem = _slug(f"{run}-{case.id}-{stored.idx}")
             grades = judge.grade(trial, list(dimensions), out / f"{stem}.judge.cassette")
             verdicts = {d.name: g.verdict for d, g in zip(dimensions, grades, strict=True)}

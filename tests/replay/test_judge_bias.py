@@ -158,3 +158,16 @@ def test_a_store_gains_the_judge_checks_table_when_upgraded(tmp_path: Path) -> N
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
     assert "judge_checks" in tables
+
+
+def test_a_trial_that_cannot_be_rebuilt_is_skipped_and_said(case: str, tmp_path: Path) -> None:
+    store = str(tmp_path / "results.db")
+    run(case, store, "r", refund_policy(), FAIR, "-k", "2")
+    label(store, "r", "pass", 2)
+    gone = Store(store).trials("r")[1].cassette
+    assert gone is not None
+    Path(gone).unlink()
+    with StubLLM(FAIR) as llm:  # type: ignore[arg-type]
+        result = judge_check(Store(store), ["r"], Judge(llm.openai_base_url, "judge-1"))
+    assert result.trials == 1
+    assert result.skipped == (f"r:refund-4812#1: its cassette {gone} is not there",)
