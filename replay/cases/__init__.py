@@ -3,13 +3,14 @@
 Private: use what ``replay`` exports.
 """
 
-from ._case import Case, CaseFileError, Scoring, Suite, ToolCallSpec, load_case
+from ._case import Case, CaseFileError, Expects, Scoring, Suite, ToolCallSpec, load_case
 from ._promote import Promoted, promote
 from ._solution import reference_for
 
 __all__ = [
     "Case",
     "CaseFileError",
+    "Expects",
     "Promoted",
     "Scoring",
     "Suite",

@@ -3,6 +3,7 @@
 ```yaml
 id: refund-4812
 suite: regression            # or capability
+expects: act                 # or refrain (refuse, call no tool); unset: undeclared
 instruction: Refund order 4812 and notify the customer.
 fixture: ../fixture.sql      # .sql script, .json dict-of-tables or .db; relative to this file
 allowed_tables: [orders, refunds, ledger, emails]
@@ -80,6 +81,22 @@ class Suite(str, enum.Enum):
     """Cases that must keep passing (near 100%)."""
 
 
+class Expects(str, enum.Enum):
+    """Which way a case points: the agent must act, or must refrain.
+
+    A suite balances the two, since an agent tuned on one side regresses on the other
+    (``replay suite-health`` counts them; ``replay report`` gives pass^k for each). A case
+    that declares neither is *undeclared*, counted apart: it is not guessed to be ``act``
+    (most cases are, but a guess would hide the imbalance the count is there to show).
+    """
+
+    ACT = "act"
+    """Success is a change: the refund made, the ticket filed."""
+    REFRAIN = "refrain"
+    """Success is restraint: an unauthorised refund refused, no tool called when none fits
+    (typically a state assertion that nothing changed)."""
+
+
 class Scoring(str, enum.Enum):
     """How a case's grades combine into its verdict."""
 
@@ -131,6 +148,8 @@ class Case(BaseModel):
     id: str = Field(min_length=1)
     """Unique id of the case."""
     suite: Suite = Suite.CAPABILITY
+    expects: Expects | None = None
+    """Whether the agent must act or refrain (see ``Expects``); None: undeclared."""
     instruction: str = Field(min_length=1)
     """What the agent is asked to do."""
     fixture: Path
@@ -144,6 +163,8 @@ class Case(BaseModel):
     assertions: list[str] = Field(default_factory=list, alias="assert")
     """State assertions (see replay.graders.Assertion)."""
     scoring: Scoring = Scoring.ALL_PASS
+    """How the grades combine: ``all_pass``; ``weighted`` or ``hybrid`` give partial
+    credit, and then the state grade records which assertions held (its ``meta``)."""
     reference_solution: list[ToolCallSpec] = Field(default_factory=list)
     """Tool calls that solve the case; `replay check-cases` runs them through the graders."""
     reference_answer: str | None = None

@@ -110,7 +110,10 @@ def state(trial: Trial) -> Grade:
     """The case's assertions over the world after the trial and its diff.
 
     Partial credit is the share of assertions that hold; an unauthorized
-    write (``no_side_effects`` failing) is a veto.
+    write (``no_side_effects`` failing) is a veto. A case scored by that share
+    (``scoring: weighted`` or ``hybrid``) also gets which held and which failed,
+    by their source, in the grade's ``meta`` (``{"held": [...], "failed": [...]}``):
+    what the score counts (``GradeRecord.partial_credit`` reads it back).
     """
     case = trial.case
     allowed = frozenset(case.allowed_tables) if case.allowed_tables is not None else None
@@ -120,13 +123,26 @@ def state(trial: Trial) -> Grade:
         return Grade("state", Verdict.PASS, ("no assertions",), score=1.0)
     failed = [c for c in checks if not c.passed]
     veto = any(c.source == "no_side_effects" for c in failed)
+    # A case that is not a replay.Case (a test's own GradedCase) may have no scoring.
+    scoring = getattr(getattr(case, "scoring", None), "value", None)
+    meta = None
+    if scoring in SHARE_SCORINGS:
+        meta = {
+            "held": [c.source for c in checks if c.passed],
+            "failed": [c.source for c in failed],
+        }
     return Grade(
         "state",
         Verdict.FAIL if failed else Verdict.PASS,
         tuple(str(c) for c in failed),
         score=(len(checks) - len(failed)) / len(checks),
         veto=veto,
+        meta=meta,
     )
+
+
+SHARE_SCORINGS = ("weighted", "hybrid")
+"""The scorings that count the share of assertions held (``all_pass`` needs every one)."""
 
 
 @grader("replay")

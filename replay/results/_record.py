@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cases import Suite
+from ..cases import Expects, Suite
 from ..graders import AGENT_CAUSES, Cause, Grade, TrialToolUse, Verdict
 from ..modes import Guard
 
@@ -52,6 +52,27 @@ class FailureCause(str, enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class PartialCredit:
+    """What a state grade's partial credit counts: the share of assertions held, and which.
+
+    Recorded for cases scored by that share (``scoring: weighted`` or ``hybrid``).
+    """
+
+    share: float
+    """Assertions held / assertions checked (the grade's score)."""
+    held: tuple[str, ...]
+    """The assertions that held, as the case writes them."""
+    failed: tuple[str, ...]
+    """The assertions that failed."""
+
+    def describe(self) -> str:
+        """One line: ``2/3 assertions held; failed: ...``."""
+        total = len(self.held) + len(self.failed)
+        failed = f"; failed: {', '.join(self.failed)}" if self.failed else ""
+        return f"{len(self.held)}/{total} assertions held{failed}"
+
+
+@dataclass(frozen=True, slots=True)
 class GradeRecord:
     """One grade of a stored trial: a grader's verdict with its evidence."""
 
@@ -85,6 +106,17 @@ class GradeRecord:
     def failed(self) -> bool:
         """Whether the grade is a ``fail`` that counts toward the verdict (not advisory)."""
         return self.verdict is Verdict.FAIL and not self.advisory
+
+    @property
+    def partial_credit(self) -> PartialCredit | None:
+        """Which assertions held and their share, when the grade records them.
+
+        A state grade of a case scored ``weighted`` or ``hybrid`` does; others: None.
+        """
+        held, failed = self.meta.get("held"), self.meta.get("failed", [])
+        if self.grader != _STATE or not isinstance(held, list) or self.score is None:
+            return None
+        return PartialCredit(self.score, tuple(map(str, held)), tuple(map(str, failed)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +167,9 @@ class TrialRecord:
     """The limits that fired (each makes the trial an ``error`` of cause ``limit``)."""
     grades: tuple[GradeRecord, ...] = ()
     """Its grades, in the order they were given."""
+    expects: Expects | None = None
+    """Whether its case expects the agent to act or to refrain (the case's ``expects:``);
+    None: undeclared, or stored before store version 5 (or a trial that could not run)."""
 
     @property
     def passed(self) -> bool:
@@ -150,6 +185,14 @@ class TrialRecord:
         return self.verdict is Verdict.FAIL or (
             self.verdict is Verdict.ERROR and self.cause in AGENT_CAUSES
         )
+
+    @property
+    def partial_credit(self) -> PartialCredit | None:
+        """Its state grade's partial credit: which assertions held and their share.
+
+        None: not recorded (a case scored ``all_pass``, a trial without a state grade).
+        """
+        return next((p for g in self.grades if (p := g.partial_credit) is not None), None)
 
     @property
     def failure(self) -> FailureCause | None:
@@ -199,6 +242,8 @@ class TrialRecord:
 
 _SANDBOX = "sandbox"
 """The grader whose veto is a sandbox violation."""
+_STATE = "state"
+"""The grader whose partial credit is the share of the case's assertions held."""
 
 _ERRORS: Mapping[Cause | None, FailureCause] = {
     Cause.AGENT: FailureCause.AGENT_ERROR,

@@ -46,6 +46,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (4, "trials", "duration"),  # 4: the seconds it took in the harness
     (5, "runs", "golden"),  # 5: golden runs, and who gave each label
     (5, "labels", "labeller"),
+    (5, "trials", "expects"),  # and whether each trial's case expects act or refrain
 )
 """Every column added since version 1, with the store version that added it. The store's
 version is the last line's: a store written by a later version is refused."""
