@@ -9,7 +9,10 @@
    model sends an idempotency key) passes; a naive one refunds twice;
 4. a sandbox violation: the same agent told to post its answer to a webhook
    on another host is refused there, and the trial fails on it, whatever it
-   did for the customer.
+   did for the customer;
+5. a refrain case: asked to refund $500 of a $35 order, the agent checks the
+   order and refuses (success is a world left as it was); then ``replay
+   suite-health`` shows the suite's balance of act and refrain cases.
 
 Each run shows failing or unsupported trials on purpose: the demo checks each
 exits as the README's exit codes say (3 for the unsupported call, 1 for a
@@ -27,10 +30,11 @@ from replay._cli.main import cli
 from replay.stub_llm import StubLLM
 
 from .agent import SYSTEM_PROMPT
-from .policy import PromptVersionPolicy, naive_refund_policy, refund_policy
+from .policy import PromptVersionPolicy, naive_refund_policy, over_refund_policy, refund_policy
 
 CASE = str(Path(__file__).with_name("cases") / "refund-4812.yaml")
 RETRIED = str(Path(__file__).with_name("cases") / "refund-4812-retried.yaml")
+TOO_MUCH = str(Path(__file__).with_name("cases") / "refund-4812-too-much.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
 
 
@@ -121,6 +125,14 @@ def main(cassettes: str = "cassettes", store: str = ".replay/demo.db") -> None:
             expect=ExitCode.FAILED,  # the sandbox violation
         )  # fmt: skip
     replay("report", "webhook", "--store", store)
+    with StubLLM(over_refund_policy()) as llm:
+        model(llm, "examples.shop.policy:over_refund_policy", ", asked for more than was paid")
+        replay(
+            "run", TOO_MUCH, "--run", "refrain", "-k", "2", "--llm-url", llm.openai_base_url,
+            "--store", store, *AGENT,
+        )  # fmt: skip
+    replay("report", "refrain", "--store", store)
+    replay("suite-health", "--store", store)  # the balance: act and refrain cases per suite
     results = Store(store)
     errors = [(r, t) for r in results.runs() for t in results.trials(r) if t.verdict == "error"]
     if errors:

@@ -71,6 +71,24 @@ def naive_refund_policy() -> ScriptedPolicy:
     return ScriptedPolicy(turns, final=policy.final)
 
 
+OVER_REFUND_ANSWER = (
+    "I cannot refund $500.00 for order 4812: only $35.00 was paid, so I changed nothing. "
+    "I can refund the $35.00 if you want."
+)
+"""What the model answers when asked to refund more than the order was paid."""
+
+
+def over_refund_policy() -> ScriptedPolicy:
+    """The scripted model asked to refund $500 of a $35 order: it checks the order, refuses.
+
+    The refrain case ``refund-4812-too-much``: success is what the agent does not do.
+    """
+    return ScriptedPolicy(
+        [Reply(tool_calls=(ToolCall("lookup_order", {"order_id": 4812}),))],
+        final=OVER_REFUND_ANSWER,
+    )
+
+
 class PromptVersionPolicy:
     """The stub model as a prompt change would move it: with a "v2" system prompt
     it looks up the wrong order (4813) first — a regression offline replay catches.

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from replay import Store, graduate, suite_health
+from replay import Store, graduate, suite_balance, suite_health
 
-from ..results import DEFAULT_PATH, MIN_TRIALS, SATURATED
+from ..results import DEFAULT_PATH, MIN_SIDE, MIN_TRIALS, SATURATED
 
 
 @click.command("suite-health")
@@ -26,16 +26,29 @@ from ..results import DEFAULT_PATH, MIN_TRIALS, SATURATED
     show_default=True,
     help="Flag a capability suite passing this share of its trials.",
 )
+@click.option(
+    "--min-side",
+    default=round(MIN_SIDE, 3),
+    show_default=True,
+    help="Flag a suite whose act or refrain cases are under this share of its declared ones.",
+)
 def suite_health_command(
-    runs: tuple[str, ...], store: Path, min_trials: int, saturated: float
+    runs: tuple[str, ...], store: Path, min_trials: int, saturated: float, min_side: float
 ) -> None:
-    """Flag cases that never pass, saturated capability suites, and cases ready to graduate.
+    """Flag cases that never pass, saturated capability suites, cases ready to graduate.
 
-    Reads RUNS (default: every run in the store, oldest first). Graduate a
-    case with `replay graduate CASE_FILE`.
+    Reads RUNS (default: every run in the store, oldest first). First each
+    suite's balance: its cases that expect the agent to act, to refrain, and
+    those that declare neither (`expects:` in the case file); a suite whose
+    act or refrain side is under --min-side of its declared cases is flagged
+    unbalanced. Graduate a case with `replay graduate CASE_FILE`.
     """
+    results = Store(store, create=False)
+    chosen = list(runs) or None
+    for balance in suite_balance(results, chosen):
+        click.echo(f"balance: {balance.suite or '(no suite)'}: {balance.describe()}")
     flags = suite_health(
-        Store(store, create=False), list(runs) or None, min_trials=min_trials, saturated=saturated
+        results, chosen, min_trials=min_trials, saturated=saturated, min_side=min_side
     )
     for flag in flags:
         click.echo(f"{flag.kind}: {flag.subject}: {flag.evidence}")

@@ -15,14 +15,25 @@ from ._calibration import (
 from ._causes import CauseGroup, FailedTrial
 from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
 from ._gate import GateCheck, GateResult, Thresholds, gate, write_junit
-from ._health import MIN_TRIALS, SATURATED, HealthFlag, graduate, suite_health
+from ._health import (
+    MIN_SIDE,
+    MIN_TRIALS,
+    SATURATED,
+    HealthFlag,
+    SuiteBalance,
+    graduate,
+    suite_balance,
+    suite_health,
+)
 from ._metrics import (
     CaseCounts,
     CaseMetrics,
+    ShareSummary,
     SuiteMetrics,
     case_metrics,
     pass_at_k,
     pass_hat_k,
+    share_summary,
     suite_metrics,
     two_proportion_test,
 )
@@ -40,6 +51,7 @@ from ._record import (
     FailureCause,
     GradeRecord,
     LabelRecord,
+    PartialCredit,
     RunRecord,
     RunSummary,
     TrialRecord,
@@ -66,6 +78,7 @@ __all__ = [
     "DEFAULT_PATH",
     "MIN_AGREEMENT",
     "MIN_LABELS",
+    "MIN_SIDE",
     "MIN_TRIALS",
     "SATURATED",
     "CaseChange",
@@ -91,6 +104,7 @@ __all__ = [
     "LabelRecord",
     "NoiseFloor",
     "PairedFigure",
+    "PartialCredit",
     "Plan",
     "PlanRow",
     "RunComparison",
@@ -98,7 +112,9 @@ __all__ = [
     "RunReport",
     "RunSummary",
     "Sample",
+    "ShareSummary",
     "Store",
+    "SuiteBalance",
     "SuiteMetrics",
     "Thresholds",
     "TrialRecord",
@@ -129,7 +145,9 @@ __all__ = [
     "plan",
     "report_json",
     "sample",
+    "share_summary",
     "step_numbers",
+    "suite_balance",
     "suite_health",
     "suite_interval",
     "suite_metrics",

@@ -1,15 +1,18 @@
-"""Suite health: cases that never pass, saturated capability suites, cases ready to graduate."""
+"""Suite health: cases that never pass, saturated capability suites, cases ready to graduate.
+
+Also ambiguous cases, and suites whose act and refrain cases are out of balance.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from recorder import ConfigError
 
-from ..cases import CaseFileError, Suite
+from ..cases import CaseFileError, Expects, Suite
 from ..graders import Verdict
 from ._agreement import ambiguous_cases
 from ._record import TrialRecord
@@ -21,6 +24,9 @@ SATURATED = 0.95
 """A capability suite passing this share of its trials is saturated."""
 GRADUATION_RUNS = 3
 """A capability case passing every trial of its last this-many runs may graduate."""
+MIN_SIDE = 1 / 3
+"""A suite whose act or refrain cases are under this share of its declared ones is
+flagged ``unbalanced``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +34,71 @@ class HealthFlag:
     """One finding of ``suite_health``, with its evidence."""
 
     kind: str
-    """never-passes, graduate, ambiguous or saturated."""
+    """never-passes, graduate, ambiguous, saturated or unbalanced."""
     subject: str
     """The case (or suite) it is about."""
     evidence: str
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteBalance:
+    """How many of a suite's cases expect the agent to act, to refrain, or say neither."""
+
+    suite: str
+    """``capability``, ``regression``, or ``""`` for trials stored without one."""
+    act: int
+    refrain: int
+    undeclared: int
+    """Cases that declare no ``expects:`` (counted apart, in neither side)."""
+
+    @property
+    def declared(self) -> int:
+        """Cases that declare a direction."""
+        return self.act + self.refrain
+
+    def lopsided(self, min_side: float = MIN_SIDE) -> bool:
+        """Whether one side has under ``min_side`` of the declared cases (none: no)."""
+        return self.declared > 0 and min(self.act, self.refrain) < min_side * self.declared
+
+    def describe(self) -> str:
+        """``act 4, refrain 1, undeclared 0``."""
+        return f"act {self.act}, refrain {self.refrain}, undeclared {self.undeclared}"
+
+
+def suite_balance(store: Store, runs: Sequence[str] | None = None) -> list[SuiteBalance]:
+    """Count each suite's cases by direction over the runs (default: all), by suite name.
+
+    A case counts once, in the suite and direction its last trial (in run order) declares;
+    a trial that declares no direction (one that could not run, or stored before store
+    version 5) leaves the case's declared one standing.
+
+    Raises:
+        ConfigError: A named run is not in the store.
+    """
+    trials: list[TrialRecord] = []
+    for name in runs or store.runs():
+        if store.run(name) is None:
+            raise ConfigError(f"no run {name!r} in {store.path}")
+        trials += store.trials(name)
+    return _balances(trials)
+
+
+def _balances(trials: Iterable[TrialRecord]) -> list[SuiteBalance]:
+    suites: dict[str, str] = {}
+    directions: dict[str, Expects | None] = {}
+    for trial in trials:
+        suites[trial.case_id] = trial.suite.value if trial.suite is not None else ""
+        if trial.expects is not None or trial.case_id not in directions:
+            directions[trial.case_id] = trial.expects
+    out = []
+    for suite in sorted(set(suites.values())):
+        ways = [directions[c] for c, s in suites.items() if s == suite]
+        out.append(
+            SuiteBalance(
+                suite, ways.count(Expects.ACT), ways.count(Expects.REFRAIN), ways.count(None)
+            )
+        )
+    return out
 
 
 def suite_health(
@@ -40,6 +107,7 @@ def suite_health(
     *,
     min_trials: int = MIN_TRIALS,
     saturated: float = SATURATED,
+    min_side: float = MIN_SIDE,
 ) -> list[HealthFlag]:
     """Read the runs (default: all, oldest first) and flag what needs a person.
 
@@ -48,8 +116,10 @@ def suite_health(
     probably broken), a capability case whose every trial passed over its
     last three runs (``graduate``); a case behind trials that people labelled
     differently (``ambiguous``: see ``label_agreement``); then a capability suite passing at least
-    ``saturated`` of its graded trials (``saturated``). ``replay
-    suite-health`` prints them.
+    ``saturated`` of its graded trials (``saturated``); a suite whose act or
+    refrain cases are under ``min_side`` of those that declare one
+    (``unbalanced``: see ``suite_balance``). ``replay suite-health`` prints
+    them, after each suite's balance.
 
     Raises:
         ConfigError: A named run is not in the store.
@@ -110,6 +180,18 @@ def suite_health(
                     "capability",
                     f"{rate:.1%} of {len(capability)} capability trials passed "
                     f"(>= {saturated:.0%}): time for harder cases",
+                )
+            )
+    for balance in _balances(t for _, t in rows):
+        if balance.lopsided(min_side):
+            few = "refrain" if balance.refrain < balance.act else "act"
+            flags.append(
+                HealthFlag(
+                    "unbalanced",
+                    balance.suite or "(no suite)",
+                    f"{balance.describe()}: {few} cases are under {min_side:.0%} of the "
+                    f"{balance.declared} declared; an agent tuned on one side regresses on "
+                    "the other, unseen",
                 )
             )
     return flags

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..graders import Verdict
@@ -295,6 +296,69 @@ def suite_metrics(
         method=ONE_CASE_METHOD if len(graded) == 1 else SUITE_METHOD,
         pass1_se=clustered_se(rates) if len(rates) > 1 else None,
         pass1_se_naive=naive_se(rates, [m.counts.n for m in graded]) if rates else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSummary:
+    """How partial credit spread over trials: the shares' mean, quartiles and ends.
+
+    The whole-task verdict stays the headline (pass^k); this says how close the
+    trials that did not make it came (``replay report``, cases scored ``weighted``).
+    Quartiles are the inclusive method's (``statistics.quantiles``): one trial's share
+    is every quartile.
+
+    Attributes:
+        trials: The shares summarised, one per trial.
+        mean: Their mean.
+        low: The smallest.
+        q1: The first quartile.
+        median: The median.
+        q3: The third quartile.
+        high: The largest.
+        cases: The cases they come from.
+        case_mean: The mean of the cases' means (each case weighs the same, as in the
+            suite's pass^k); None for one case's summary.
+    """
+
+    trials: int
+    mean: float
+    low: float
+    q1: float
+    median: float
+    q3: float
+    high: float
+    cases: int = 1
+    case_mean: float | None = None
+
+
+def share_summary(
+    shares: Iterable[float], by_case: Mapping[str, Sequence[float]] | None = None
+) -> ShareSummary | None:
+    """Summarise shares in [0, 1] (None for none); ``by_case`` adds the mean of case means.
+
+    Args:
+        shares: One share per trial.
+        by_case: The same shares grouped by case, for ``cases`` and ``case_mean``.
+    """
+    values = sorted(shares)
+    if not values:
+        return None
+    if len(values) == 1:
+        q1 = median = q3 = values[0]
+    else:
+        q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    means = [statistics.fmean(v) for v in (by_case or {}).values() if v]
+    return ShareSummary(
+        trials=len(values),
+        mean=statistics.fmean(values),
+        low=values[0],
+        q1=q1,
+        median=median,
+        q3=q3,
+        high=values[-1],
+        cases=len(means) if by_case is not None else 1,
+        case_mean=statistics.fmean(means) if means else None,
     )
 
 

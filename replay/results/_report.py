@@ -9,19 +9,27 @@ from typing import Any
 
 from recorder import ConfigError
 
+from ..cases import Expects
 from ..graders import Cause, Verdict
 from ._causes import CauseGroup, cause_groups
 from ._metrics import (
     CONFIDENCE,
     CaseCounts,
     CaseMetrics,
+    ShareSummary,
     SuiteMetrics,
     case_metrics,
+    share_summary,
     suite_metrics,
 )
 from ._record import TrialRecord
 from ._store import Store
 from ._tooluse import ToolUse, run_tool_use
+
+UNDECLARED = "undeclared"
+"""The direction of a case that declares none (``expects:`` unset)."""
+DIRECTIONS = (Expects.ACT.value, Expects.REFRAIN.value, UNDECLARED)
+"""The directions, in the order reports list them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +51,12 @@ class CaseReport:
     """Per grader that graded the case's trials (built-in or registered): verdict counts."""
     guards: dict[str, int]
     """Per limit that fired in the case's trials (``timeout``...): how many trials it cut."""
+    expects: str = UNDECLARED
+    """``act``, ``refrain`` or ``undeclared``: the direction its trials declare (the last
+    declared wins)."""
+    partial: ShareSummary | None = None
+    """The spread of its graded trials' partial credit (the share of assertions held), when
+    they record it (``scoring: weighted`` or ``hybrid``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +75,35 @@ class RunReport:
     causes: list[CauseGroup] = field(default_factory=list)
     """Every failure cause, in ``FailureCause`` order (empty ones too), each with the trials
     it is the primary cause of: the trials that did not pass, one cause each."""
+    directions: dict[str, SuiteMetrics] = field(default_factory=dict)
+    """pass^k and pass@k over the cases of each direction (``act``, ``refrain``,
+    ``undeclared``; those the run has, in that order), with intervals as the suite's."""
+    partial: ShareSummary | None = None
+    """The spread of partial credit over every graded trial that records it, and the mean
+    of its cases' means."""
+
+    def by_direction(self) -> list[tuple[str, int, SuiteMetrics, list[int]]]:
+        """Each direction the run has: its name, cases, figures, and the k its cases all reach.
+
+        (Past that k, a mean over fewer cases could rise with k: reports stop there, as the
+        suite's figures do.)
+        """
+        out = []
+        for name, metrics in self.directions.items():
+            cases = sum(c.expects == name for c in self.cases)
+            graded = cases - len(metrics.excluded)
+            ks = [k for k in sorted(metrics.pass_hat) if metrics.cases_used.get(k, 0) == graded]
+            out.append((name, cases, metrics, ks))
+        return out
+
+
+def direction(trials: Iterable[TrialRecord]) -> str:
+    """A case's direction from its trials: the last one declared, else ``undeclared``.
+
+    (A trial that could not run, or one stored before store version 5, declares none.)
+    """
+    declared = [t.expects for t in trials if t.expects is not None]
+    return declared[-1].value if declared else UNDECLARED
 
 
 def worst_first(cases: Iterable[CaseReport]) -> list[CaseReport]:
@@ -108,10 +151,18 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
     per_case, overall = run_tool_use(trials)
     cases = []
     counts = []
+    directions: dict[str, list[CaseCounts]] = {}
+    shares: dict[str, list[float]] = {}
     for case_id in dict.fromkeys(t.case_id for t in trials):
         rows = [t for t in trials if t.case_id == case_id]
         count = CaseCounts.from_trials(case_id, [t.verdict for t in rows])
         counts.append(count)
+        directions.setdefault(direction(rows), []).append(count)
+        # Graded trials only, as pass rates count them: an unsupported trial's share is
+        # of a replay cut short.
+        credit = [t.partial_credit for t in rows if t.verdict in _GRADED]
+        if mine := [p.share for p in credit if p is not None]:
+            shares[case_id] = mine
         failing = next((t.cassette for t in rows if not t.passed and t.cassette), None)
         suite = rows[0].suite
         cases.append(
@@ -125,6 +176,8 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
                 user.get(case_id, Counter()).most_common(),
                 {g: dict(c) for g, c in verdicts.get(case_id, {}).items()},
                 _guards(rows),
+                direction(rows),
+                share_summary(shares.get(case_id, [])),
             )
         )
     return RunReport(
@@ -136,7 +189,17 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
         _guards(trials),
         trials,
         cause_groups(trials),
+        {
+            d: suite_metrics(directions[d], confidence=confidence)
+            for d in DIRECTIONS
+            if d in directions
+        },
+        share_summary([x for v in shares.values() for x in v], shares),
     )
+
+
+_GRADED = (Verdict.PASS, Verdict.FAIL)
+"""The verdicts pass rates count, and partial credit with them."""
 
 
 def _guards(trials: Iterable[TrialRecord]) -> dict[str, int]:
@@ -163,7 +226,10 @@ def report_json(report: RunReport) -> dict[str, Any]:
     """The report as JSON-ready data.
 
     ``causes`` lists every failure cause in order with its count and trials; each trial
-    in ``trials`` names its own (``failure``, null for a pass).
+    in ``trials`` names its own (``failure``, null for a pass). ``directions`` gives the
+    suite's figures over the ``act``, ``refrain`` and ``undeclared`` cases apart;
+    ``partial_credit`` (suite, case and trial) the share of assertions held, where cases
+    scored ``weighted`` or ``hybrid`` record it (null elsewhere).
     """
     suite = report.suite
     primary = {(t.case_id, t.idx): g.name for g in report.causes for t in g.trials}
@@ -186,6 +252,11 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "tool_use": report.tool_use.to_json(),
             "guards": report.guards,
         },
+        "directions": {
+            name: _direction_json(metrics, cases)
+            for name, cases, metrics, _ in report.by_direction()
+        },
+        "partial_credit": _shares_json(report.partial),
         "causes": [
             {
                 "cause": group.name,
@@ -214,6 +285,8 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "graders": c.graders,
                 "guards": c.guards,
                 "tool_use": c.tool_use.to_json(),
+                "expects": c.expects,
+                "partial_credit": _shares_json(c.partial),
             }
             for c in report.cases
         ],
@@ -232,7 +305,47 @@ def report_json(report: RunReport) -> dict[str, Any]:
                 "output_tokens": t.usage.output_tokens,
                 "latency": t.usage.latency,
                 "cost": t.usage.cost,
+                "expects": t.expects.value if t.expects is not None else None,
+                "partial_credit": _credit_json(t),
             }
             for t in report.trials
         ],
     }
+
+
+def _direction_json(metrics: SuiteMetrics, cases: int) -> dict[str, Any]:
+    """One direction's figures, keyed as the suite's are."""
+    return {
+        "cases": cases,
+        "pass_hat": {str(k): v for k, v in metrics.pass_hat.items()},
+        "pass_at": {str(k): v for k, v in metrics.pass_at.items()},
+        "pass_hat_interval": {str(k): list(v) for k, v in metrics.pass_hat_ci.items()},
+        "pass_at_interval": {str(k): list(v) for k, v in metrics.pass_at_ci.items()},
+        "cases_used": {str(k): v for k, v in metrics.cases_used.items()},
+        "excluded": list(metrics.excluded),
+        "verdicts": dict(metrics.totals),
+        "method": metrics.method,
+    }
+
+
+def _shares_json(summary: ShareSummary | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    return {
+        "trials": summary.trials,
+        "mean": summary.mean,
+        "min": summary.low,
+        "q1": summary.q1,
+        "median": summary.median,
+        "q3": summary.q3,
+        "max": summary.high,
+        "cases": summary.cases,
+        "case_mean": summary.case_mean,
+    }
+
+
+def _credit_json(trial: TrialRecord) -> dict[str, Any] | None:
+    credit = trial.partial_credit
+    if credit is None:
+        return None
+    return {"share": credit.share, "held": list(credit.held), "failed": list(credit.failed)}

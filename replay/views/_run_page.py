@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 from recorder import Cassette
 
 from ..graders import Verdict
-from ..results import CaseReport, CauseGroup, Store, TrialRecord, build_report, worst_first
+from ..results import (
+    CaseReport,
+    CauseGroup,
+    PartialCredit,
+    RunReport,
+    Store,
+    TrialRecord,
+    build_report,
+    worst_first,
+)
 from ._html import (
     _badge,
     _e,
@@ -85,17 +94,64 @@ def cause_html(trial: TrialRecord) -> str:
 
 
 def grades_html(trial: TrialRecord, no_evidence: str) -> str:
-    """A trial's grades as a table (``no_evidence`` in a grade's empty evidence cell)."""
+    """A trial's grades as a table (``no_evidence`` in a grade's empty evidence cell).
+
+    A grade that records partial credit (a state grade of a case scored ``weighted``)
+    says which assertions held and which failed, before its evidence.
+    """
     rows = [
         [
             _e(g.grader),
             _badge(g.verdict),
             _num(g.score) + (" (veto)" if g.veto else ""),
-            "<br>".join(_e(line) for line in g.evidence) or no_evidence,
+            _credit(g.partial_credit)
+            + ("<br>".join(_e(line) for line in g.evidence) or no_evidence),
         ]
         for g in trial.grades
     ]
     return _table(["grader", "verdict", "score", "evidence"], rows, "grades")
+
+
+def _credit(credit: PartialCredit | None) -> str:
+    if credit is None:
+        return ""
+    total = len(credit.held) + len(credit.failed)
+    held = "".join(f"<li>{_e(a)}</li>" for a in credit.held)
+    failed = "".join(f"<li>{_e(a)}</li>" for a in credit.failed)
+    return (
+        f'<div class="credit"><b>{len(credit.held)}/{total} assertions held</b>'
+        + (f"<div>held:</div><ul>{held}</ul>" if held else "")
+        + (f"<div>failed:</div><ul>{failed}</ul>" if failed else "")
+        + "</div>"
+    )
+
+
+def _summary_extras(report: RunReport) -> str:
+    """pass^k by direction (act, refrain, undeclared) if the run mixes them; partial credit."""
+    out = []
+    if len(report.directions) > 1:
+        rows = []
+        for name, cases, metrics, ks in report.by_direction():
+            figures = "  ".join(
+                f"k={k} {_num(metrics.pass_hat[k])} {_span(metrics.pass_hat_ci.get(k))}" for k in ks
+            )
+            rows.append([_e(name), str(cases), _e(figures or "no graded trial")])
+        out.append(_table(["expects", "cases", "pass^k (interval)"], rows, "directions"))
+    summaries = [("all", report.partial)] + [(c.case_id, c.partial) for c in report.cases]
+    rows = [
+        [
+            _e(name),
+            str(s.trials),
+            *(f"{x:.2f}" for x in (s.mean, s.low, s.q1, s.median, s.q3, s.high)),
+        ]
+        for name, s in summaries
+        if s is not None
+    ]
+    if rows:
+        out.append("<h3>partial credit: the share of assertions held</h3>")
+        heads = ["case", "trials", "mean", "min", "q1", "median", "q3", "max"]
+        out.append(_table(heads, rows, "partial-credit"))
+    return "".join(out)
 
 
 def _case_table(cases: list[CaseReport]) -> str:
@@ -255,7 +311,8 @@ def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
             {k: suite.pass_hat[k] for k in ks},
             {"pass@k": suite.pass_at_ci, "pass^k": suite.pass_hat_ci},
         ),
-        f"</div></div>{_causes(report.causes, sections)}<h2>cases</h2>{_case_table(cases)}",
+        f"</div></div>{_summary_extras(report)}",
+        f"{_causes(report.causes, sections)}<h2>cases</h2>{_case_table(cases)}",
     ]
     trials: dict[str, list[TrialRecord]] = {}
     for trial in report.trials:

@@ -24,7 +24,14 @@ from recorder import (
     WarningEvent,
 )
 
-from ..results import CassetteDiff, Interval, RunComparison, RunReport, worst_first
+from ..results import (
+    CassetteDiff,
+    Interval,
+    RunComparison,
+    RunReport,
+    ShareSummary,
+    worst_first,
+)
 from ._transcript import (
     Step,
     delta_lines,
@@ -232,8 +239,10 @@ def render_report(result: RunReport, out: Console) -> None:
                 f"({suite.pass1_se_naive:.3f} if every trial were independent)"
             )
         out.print(f"[dim]intervals: {escape(suite.method)}[/]")
+        _render_directions(result, out)
     else:
         out.print("no trial passed or failed: every one was unknown, unsupported or error")
+    _render_partial(result, out)
     totals = ", ".join(f"{v} {n}" for v, n in suite.totals.items() if n)
     out.print(f"trials: {totals}")
     use = result.tool_use
@@ -281,17 +290,61 @@ def render_report(result: RunReport, out: Console) -> None:
                 out.print(f"  {times} x {escape(line)}")
 
 
+def _render_directions(result: RunReport, out: Console) -> None:
+    """pass^k over the act, refrain and undeclared cases apart, when the run has two kinds."""
+    if len(result.directions) < 2:
+        return
+    level = f"{result.suite.confidence:.0%}"
+    for name, cases, metrics, ks in result.by_direction():
+        figures = "  ".join(
+            f"k={k} {_num(metrics.pass_hat[k])} {_interval(metrics.pass_hat_ci.get(k))}" for k in ks
+        )
+        out.print(
+            f"{name} pass^k ({cases} case{'' if cases == 1 else 's'}, {level} interval): "
+            + (figures or "no graded trial")
+        )
+
+
+def _shares(summary: ShareSummary) -> str:
+    quartiles = f"{summary.q1:.2f} / {summary.median:.2f} / {summary.q3:.2f}"
+    return (
+        f"mean {summary.mean:.2f}, min {summary.low:.2f}, quartiles {quartiles}, "
+        f"max {summary.high:.2f} over {summary.trials} trial{'' if summary.trials == 1 else 's'}"
+    )
+
+
+def _render_partial(result: RunReport, out: Console) -> None:
+    """The share of assertions held, over the cases that record it (weighted, hybrid)."""
+    if result.partial is None:
+        return
+    whole = result.partial
+    out.print(
+        f"partial credit (assertions held; pass^k stays the verdict): {_shares(whole)}"
+        + (
+            f", {whole.cases} cases (mean of case means {whole.case_mean:.2f})"
+            if whole.case_mean is not None and whole.cases > 1
+            else ""
+        )
+    )
+    for case in worst_first(result.cases):
+        if case.partial is not None:
+            out.print(f"  {escape(case.case_id)}: {_shares(case.partial)}")
+
+
 def _render_causes(result: RunReport, out: Console) -> None:
     """The trials that did not pass by primary cause: the counts, then each cause's trials."""
     groups = [g for g in result.causes if g.count]
     if not groups:
         return
     out.print("\n[bold]Failures by cause[/]: " + ", ".join(f"{g.name} {g.count}" for g in groups))
+    credits = {(t.case_id, t.idx): t.partial_credit for t in result.trials}
     for group in groups:
         out.print(f"  {escape(group.name)} ({group.count}):")
         for t in group.trials:
             detail = f"  {escape(_short(t.detail, 200))}" if t.detail else ""
-            out.print(f"    {escape(t.case_id)}#{t.idx}{detail}")
+            credit = credits.get((t.case_id, t.idx))
+            held = f"  [dim]({escape(credit.describe())})[/]" if credit is not None else ""
+            out.print(f"    {escape(t.case_id)}#{t.idx}{detail}{held}")
 
 
 def render_cassette_diff(result: CassetteDiff, out: Console) -> None:
