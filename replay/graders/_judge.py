@@ -133,7 +133,7 @@ class Judge:
         """Which of two trials of one case (``first`` shown as A) meets ``dimension`` better.
 
         One call with the pairwise prompt (``PAIRWISE_PROMPT``), recorded into
-        ``cassette``; ``"unknown"`` for anything but a well-formed choice.
+        ``cassette``; None (unknown) for anything but a well-formed choice.
         """
         with record(
             cassette,
@@ -148,7 +148,7 @@ class Judge:
                 f"Dimension: {dimension.name}\nCriteria: {dimension.criteria}\n\n"
                 + pairwise_text(trial_text(first), trial_text(second)),
             )
-        return parse_choice(raw) if raw is not None else ("unknown", failure)
+        return parse_choice(raw) if raw is not None else (None, failure)
 
     def _ask(self, dimension: Dimension, evidence: str) -> tuple[Verdict, str]:
         raw, failure = self._post(

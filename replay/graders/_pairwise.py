@@ -6,7 +6,7 @@ twice, the order swapped, to see whether the judge prefers a position.
 ``Restater`` asks a model to say an answer again in its own words (the
 ``style`` probe), or ``paraphrase`` does by a template; ``pad_answer`` adds
 confident, empty text (the ``length`` probe). Anything but the JSON contract
-is ``unknown``.
+is ``unknown`` (a choice of None).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from recorder import ConfigError
 
 from ._deadline import post_within
 
-Choice = Literal["A", "B", "unknown"]
-"""Which candidate a pairwise judge preferred."""
+Choice = Literal["A", "B"] | None
+"""Which candidate a pairwise judge preferred; None: it could not tell (``unknown``)."""
 
 PAIRWISE_PROMPT = (
     "You compare two AI agents' work on the same task, candidate A and candidate B. "
@@ -51,22 +51,22 @@ def pairwise_text(first: str, second: str) -> str:
 
 
 def parse_choice(raw: bytes) -> tuple[Choice, str]:
-    """Read a chat completion's choice; anything but the JSON contract is ``unknown``."""
+    """Read a chat completion's choice; anything but the JSON contract is None (unknown)."""
     content, failure = chat_content(raw)
     if content is None:
-        return "unknown", failure
+        return None, failure
     fenced = FENCE.match(content)
     try:
         data = json.loads(fenced.group(1) if fenced else content)
         said = str(data["choice"]).strip().upper()
         reason = str(data.get("reason", ""))
     except (ValueError, KeyError, TypeError):
-        return "unknown", f"judge did not answer the JSON choice: {content[:200]!r}"
+        return None, f"judge did not answer the JSON choice: {content[:200]!r}"
     if said == "A":
         return "A", reason or "(no reason given)"
     if said == "B":
         return "B", reason or "(no reason given)"
-    return "unknown", reason or f"judge answered choice {said!r}"
+    return None, reason or f"judge answered choice {said!r}"
 
 
 def chat_content(raw: bytes) -> tuple[str | None, str]:

@@ -50,6 +50,7 @@ from ._plan import FigurePlan, Plan, PlanRow, plan
 from ._record import (
     FailureCause,
     GradeRecord,
+    JudgeCheckRecord,
     LabelRecord,
     PartialCredit,
     RunRecord,
@@ -72,7 +73,7 @@ from ._stats import (
     trial_variance,
     wilson_interval,
 )
-from ._store import DEFAULT_PATH, JudgeCheckRecord, Store
+from ._store import DEFAULT_PATH, Store
 
 __all__ = [
     "DEFAULT_PATH",

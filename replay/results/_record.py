@@ -326,3 +326,21 @@ class LabelRecord:
     """When (ISO 8601, UTC)."""
     labeller: str = ""
     """Who gave it (``replay label --by``); ``""``: unnamed."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCheckRecord:
+    """The latest ``replay judge-check`` of a judge model on one rubric dimension."""
+
+    model: str
+    rubric_hash: str
+    checked: str
+    """When (UTC, ISO 8601)."""
+    passed: bool
+    """Whether every probe stayed under its threshold."""
+    reason: str
+    """Why it failed (``advisory: judge-check found ...``); ``""`` when it passed."""
+    runs: tuple[str, ...]
+    """The runs whose labelled trials were probed."""
+    result: Mapping[str, Any]
+    """The whole check, as ``JudgeCheck.to_json`` gives it."""

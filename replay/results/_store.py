@@ -16,7 +16,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,14 @@ import sqlite_utils
 from recorder import ConfigError
 
 from ..graders import Verdict
-from ._record import GradeRecord, LabelRecord, RunRecord, RunSummary, TrialRecord
+from ._record import (
+    GradeRecord,
+    JudgeCheckRecord,
+    LabelRecord,
+    RunRecord,
+    RunSummary,
+    TrialRecord,
+)
 from ._schema import (
     GRADES,
     JUDGE_CHECK_KEY,
@@ -48,24 +54,6 @@ LABEL_VERDICTS = {
     "unsure": Verdict.UNKNOWN,
 }
 """What a label may say: pass, fail, or that the labeller was unsure (``unknown``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeCheckRecord:
-    """The latest ``replay judge-check`` of a judge model on one rubric dimension."""
-
-    model: str
-    rubric_hash: str
-    checked: str
-    """When (UTC, ISO 8601)."""
-    passed: bool
-    """Whether every probe stayed under its threshold."""
-    reason: str
-    """Why it failed (``advisory: judge-check found ...``); ``""`` when it passed."""
-    runs: tuple[str, ...]
-    """The runs whose labelled trials were probed."""
-    result: Mapping[str, Any]
-    """The whole check, as ``JudgeCheck.to_json`` gives it."""
 
 
 def _now() -> str:

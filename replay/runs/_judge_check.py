@@ -350,7 +350,7 @@ def position(check: Probing, name: str) -> ProbeResult:
             stem = check.out / f"{a.stem}.vs.{b.stem}.{_slug(d.name)}.{name}"
             first, _ = check.judge.compare(a.trial, b.trial, d, Path(f"{stem}.ab.judge.cassette"))
             second, _ = check.judge.compare(b.trial, a.trial, d, Path(f"{stem}.ba.judge.cassette"))
-            if first == "unknown" or second == "unknown":
+            if first is None or second is None:
                 unknown += 1
                 continue
             n += 1

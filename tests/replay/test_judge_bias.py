@@ -36,13 +36,13 @@ def trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Trial:
     [
         ('{"choice": "B", "reason": "safer"}', "B"),
         ('```json\n{"choice": "a", "reason": "safer"}\n```', "A"),
-        ("Candidate A, clearly.", "unknown"),
-        ('{"choice": "both", "reason": "tie"}', "unknown"),
+        ("Candidate A, clearly.", None),
+        ('{"choice": "both", "reason": "tie"}', None),
     ],
     ids=["json", "fenced-lowercase", "prose", "neither"],
 )
 def test_compare_asks_the_pairwise_prompt_and_records_the_call(
-    trial: Trial, tmp_path: Path, content: str, choice: str
+    trial: Trial, tmp_path: Path, content: str, choice: str | None
 ) -> None:
     seen: list[ChatRequest] = []
 
@@ -66,7 +66,7 @@ def test_compare_is_unknown_when_the_judge_fails(trial: Trial, tmp_path: Path) -
         said, why = Judge(llm.openai_base_url, "judge-1").compare(
             trial, trial, DIMENSION, tmp_path / "pair.judge.cassette"
         )
-    assert (said, why) == ("unknown", "judge answered HTTP 503")
+    assert (said, why) == (None, "judge answered HTTP 503")
 
 
 def test_self_preference_is_measured_across_two_agent_families(case: str, tmp_path: Path) -> None:

@@ -23,13 +23,19 @@ from typing import Any, Union
 from replay import GradeRecord, Store, TrialRecord, TrialUsage
 from replay.graders import Cause, TrialToolUse, Verdict
 from replay.modes import Guard
-from replay.results import LabelRecord, RunRecord, RunSummary
+from replay.results import JudgeCheckRecord, LabelRecord, RunRecord, RunSummary
 from tests.helpers import REPO
 from tests.replay.test_store_versions import VERSION_1
 
-DOCUMENTS = {(RunRecord, "spec"), (RunRecord, "pins"), (GradeRecord, "meta")}
+DOCUMENTS = {
+    (RunRecord, "spec"),
+    (RunRecord, "pins"),
+    (GradeRecord, "meta"),
+    (JudgeCheckRecord, "result"),
+}
 """Fields that hold a document of their own, which the store carries without reading: a run's
-spec (``RunSpec.from_stored`` reads it), its pins, and what a grader said produced its grade."""
+spec (``RunSpec.from_stored`` reads it), its pins, what a grader said produced its grade, and
+a judge check's report as ``replay judge-check --json`` printed it."""
 
 
 def _loose(kind: Any, where: str, seen: set[type]) -> Iterator[str]:
