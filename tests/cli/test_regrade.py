@@ -21,6 +21,8 @@ CASE = str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
 TRIALS = 100
 
+pytestmark = pytest.mark.xdist_group("regrade")  # one worker records the 100 trials once
+
 GRADER = '''
 from replay.graders import Grade, Verdict, grader
 

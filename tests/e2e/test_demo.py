@@ -95,6 +95,10 @@ def test_demo_replay_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     ) in out
     assert "pass^8" in out and "suite pass^k (95% interval): k=1 " in out
     assert "refund-4812 failed because:" in out
+    # It ends with the suite's balance: two cases to act on, one to refrain from.
+    assert "$ replay suite-health --store" in out
+    assert "balance: regression: act 2, refrain 1, undeclared 0" in out
+    assert "unbalanced" not in out
     # Today's graders give every stored trial of the demo the verdict it has, grader by
     # grader: the offline run's unsupported call, the flaky trials, the fault, the violation.
     from replay import Store, regrade

@@ -149,15 +149,3 @@ def test_the_demo_cases_declare_their_direction() -> None:
         "refund-4812-too-much": REFRAIN,
         "refund-chat": ACT,
     }
-
-
-def test_the_demo_shows_its_balance(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from examples.shop import demo, record_refund
-
-    cassettes = tmp_path / "cassettes"
-    record_refund(cassettes / "refund-4812.cassette")
-    demo.main(str(cassettes), str(tmp_path / "demo.db"))
-    out = capsys.readouterr().out
-    assert "$ replay suite-health --store" in out
-    assert "balance: regression: act 2, refrain 1, undeclared 0" in out
-    assert "unbalanced" not in out
