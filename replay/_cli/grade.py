@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from recorder import ConfigError
-from replay import ExitCode, load_case, review
+from replay import ExitCode, GradeRecord, load_case, review
 from replay.graders import resolve
 
 
@@ -29,7 +29,10 @@ def grade(cassette: Path, case_path: Path) -> None:
     result = review(case, cassette)
     click.echo(f"{result.case_id}: {result.outcome.verdict.value}")
     for g in result.outcome.grades:
-        click.echo(f"  {g.grader}: {g.verdict.value}")
+        credit = GradeRecord.of(g).partial_credit  # under weighted or hybrid scoring
+        click.echo(
+            f"  {g.grader}: {g.verdict.value}" + (f" ({credit.describe()})" if credit else "")
+        )
         for line in g.evidence:
             click.echo(f"    {line}")
     code = ExitCode.of_results([result])

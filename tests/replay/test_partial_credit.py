@@ -47,6 +47,9 @@ def test_a_weighted_trial_records_which_assertions_held(tmp_path: Path) -> None:
         assert credit.describe() == f"2/3 assertions held; failed: {FAILS}"
         (state,) = [g for g in trial.grades if g.grader == "state"]
         assert state.score == pytest.approx(2 / 3) and state.partial_credit == credit
+    cassette = str(Store(store).trials("weighted")[0].cassette)
+    _, out, _ = replay("grade", cassette, "--case", str(tmp_path / "weighted.yaml"))
+    assert f"  state: fail (2/3 assertions held; failed: {FAILS})" in out
     # all_pass needs every assertion: the share is not what it counts, and is not recorded
     assert all(t.partial_credit is None for t in Store(store).trials("all_pass"))
 
