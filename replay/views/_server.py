@@ -186,6 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not case or not idx.isascii() or not idx.isdigit() or verdict not in LABELS:
             return _line(400, f"a label names a case, a trial index and one of {', '.join(LABELS)}")
         note, labeller = given.get("note", ""), given.get("by", "").strip()
+        if not labeller:  # (the page asks for a name; a form sent without one is refused too)
+            return _line(400, "a label from the review queue says who gave it: fill in your name")
         try:
             store_label(self.server.store_path, run, case, int(idx), verdict, note, labeller)
         except StoreUnwritable as exc:
