@@ -55,7 +55,9 @@ class ExitCode(IntEnum):
     call) or ``unknown`` (a judge could not decide). Fix the environment or re-record,
     then run again. (``replay run --measure`` exits 0 instead, as for ``FAILED``.)
     ``replay gate`` exits 3 when its runs cannot settle ``--max-drop`` (too few cases
-    or trials for the drop asked): it says how many would."""
+    or trials for the drop asked): it says how many would; ``replay regrade`` when a
+    trial could not be graded again (its cassette gone, damaged or cut short, its
+    case gone); ``replay judge-check`` when no probe could measure anything."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C (as shells report SIGINT): ``replay run`` keeps the trials
     finished and says how to resume."""

@@ -53,7 +53,10 @@ def judge_check_command(
     probe is reported with its 95% interval, with the judge's kappa, true-
     positive, true-negative and unknown rates against the labels; a judge of
     the agent's model family is flagged (self-preference). A judge whose flip
-    rate exceeds --max-flip stays advisory whatever its agreement (exit 1).
+    rate exceeds --max-flip stays advisory whatever its agreement (exit 1),
+    and so it stays until a later check measures that probe under it. Exit 3
+    when no probe could measure anything; 0 when every probe measured stayed
+    at or under --max-flip.
     """
     if (restate_url is None) != (restate_model is None):
         raise ConfigError("--restate-url and --restate-model go together")
@@ -76,3 +79,5 @@ def judge_check_command(
         render_judge_check(result, console())
     if not result.passed:
         click.get_current_context().exit(ExitCode.FAILED)
+    if not result.measured:
+        click.get_current_context().exit(ExitCode.INCOMPLETE)

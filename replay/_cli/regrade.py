@@ -63,10 +63,14 @@ def regrade_command(
     again (review mode), and its verdict compared with the stored one, per
     grader and per case, and with the human labels where there are any
     (precision and recall of each grader's pass). Exit 1 when more than
-    --max-drift of the verdicts changed (or, --against-labels, when the new
-    verdicts agree with people on fewer trials), so CI blocks a grader change
-    that silently moves scores; 0 otherwise; 2 on bad input. --golden regrades
-    every golden run (`replay golden`) against its labels.
+    --max-drift of the trials' verdicts changed (or, --against-labels, when
+    the new verdicts agree with people on fewer trials), so CI blocks a grader
+    change that silently moves scores; 3 when a trial could not be graded
+    again (its cassette gone, damaged or cut short: they are listed); 0
+    otherwise; 2 on bad input. Drift counts each trial's verdict: a grader
+    that moves only on trials another grader fails shows in its row, not in
+    the drift. --golden regrades every golden run (`replay golden`) against
+    its labels.
     """
     if golden == (run is not None):
         raise ConfigError("give a RUN to regrade, or --golden (every golden run), not both")
@@ -95,6 +99,8 @@ def regrade_command(
             render_regrade(result, out)
     if not all(r.passed for r in done):
         click.get_current_context().exit(ExitCode.FAILED)
+    if not all(r.complete for r in done):
+        click.get_current_context().exit(ExitCode.INCOMPLETE)
 
 
 @click.command("golden")

@@ -3,14 +3,21 @@
 Private: use what ``replay`` exports.
 """
 
-from ._agreement import Disagreement, LabelAgreement, krippendorff_alpha, label_agreement
+from ._agreement import (
+    Disagreement,
+    LabelAgreement,
+    cohen_kappa,
+    krippendorff_alpha,
+    label_agreement,
+)
 from ._calibration import (
     MIN_AGREEMENT,
     MIN_LABELS,
     JudgeAgreement,
     calibrated_judges,
-    cohen_kappa,
     judge_agreement,
+    labelled_trials,
+    people_verdict,
 )
 from ._causes import CauseGroup, FailedTrial
 from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
@@ -138,11 +145,13 @@ __all__ = [
     "judge_agreement",
     "krippendorff_alpha",
     "label_agreement",
+    "labelled_trials",
     "naive_se",
     "noise",
     "paired_interval",
     "pass_at_k",
     "pass_hat_k",
+    "people_verdict",
     "plan",
     "report_json",
     "sample",

@@ -18,13 +18,28 @@ from typing import Any
 from recorder import ConfigError
 
 from ..graders import Verdict
-from ._calibration import cohen_kappa
 from ._store import Store
 
 _COMPARED = (Verdict.PASS, Verdict.FAIL)
 
 Unit = tuple[str, int, str]
 """(case id, trial index, dimension)."""
+
+
+def cohen_kappa(pairs: Iterable[tuple[Verdict | str, Verdict | str]]) -> float | None:
+    """Cohen's kappa for two raters: (p_o - p_e) / (1 - p_e)."""
+    pairs = list(pairs)
+    if not pairs:
+        return None
+    n = len(pairs)
+    classes = {v for pair in pairs for v in pair}
+    observed = sum(a == b for a, b in pairs) / n
+    expected = sum(
+        (sum(a == c for a, _ in pairs) / n) * (sum(b == c for _, b in pairs) / n) for c in classes
+    )
+    if expected == 1.0:
+        return None
+    return (observed - expected) / (1.0 - expected)
 
 
 def krippendorff_alpha(units: Iterable[Sequence[Any]]) -> float | None:

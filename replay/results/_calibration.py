@@ -2,8 +2,8 @@
 
 A human label is stored beside a trial (``replay label``), for one judged
 dimension or for the whole trial (it then stands for every dimension). Each
-judge grade of ``pass``/``fail`` with a human's ``pass``/``fail`` label is one
-pair (with two labellers, two pairs: each person is compared with the judge);
+judge grade of ``pass``/``fail`` with people's ``pass``/``fail`` verdict is one
+pair (with two labellers, their majority: ``people_verdict``; a tie is no pair);
 ``unknown`` judge grades are counted apart (the unknown rate) and listed for
 review; a label the labeller was unsure of compares with nothing.
 
@@ -18,13 +18,15 @@ count toward a trial's verdict.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from recorder import ConfigError
 
 from ..graders import Verdict
+from ._agreement import LabelAgreement, cohen_kappa, label_agreement
+from ._record import LabelRecord
 from ._store import Store
 
 MIN_LABELS = 20
@@ -82,45 +84,55 @@ class Agreement:
         return self.labels >= min_labels and agreement is not None and agreement > min_agreement
 
 
-def cohen_kappa(pairs: Iterable[tuple[Verdict | str, Verdict | str]]) -> float | None:
-    """Cohen's kappa for two raters: (p_o - p_e) / (1 - p_e)."""
-    pairs = list(pairs)
-    if not pairs:
-        return None
-    n = len(pairs)
-    classes = {v for pair in pairs for v in pair}
-    observed = sum(a == b for a, b in pairs) / n
-    expected = sum(
-        (sum(a == c for a, _ in pairs) / n) * (sum(b == c for _, b in pairs) / n) for c in classes
-    )
-    if expected == 1.0:
-        return None
-    return (observed - expected) / (1.0 - expected)
-
-
 _GRADED = (Verdict.PASS, Verdict.FAIL)
 """The verdicts a judge and a human are compared on."""
 
 
+People = dict[str, dict[str, Verdict]]
+"""What people said of one trial: by labeller, by dimension (``""``: the whole trial)."""
+
+
+def labelled_trials(labels: Iterable[LabelRecord]) -> dict[tuple[str, str, int], People]:
+    """Each labelled trial (run, case id, index) with its pass and fail labels, by person.
+
+    An unsure label compares with nothing: it is left out.
+    """
+    out: dict[tuple[str, str, int], People] = {}
+    for label in labels:
+        if label.verdict in _GRADED:
+            person = out.setdefault((label.run, label.case_id, label.idx), {})
+            person.setdefault(label.labeller, {})[label.dimension] = label.verdict
+    return out
+
+
+def people_verdict(people: Mapping[str, Mapping[str, Verdict]], dimension: str) -> Verdict | None:
+    """What people said of a trial on ``dimension``: pass or fail by their majority.
+
+    Each person counts once: their label of the dimension, else their label of the
+    whole trial. A tie, or nobody: None. So two people labelling ten trials are ten
+    comparisons for a judge, not twenty, and their disagreements are no one's verdict.
+    """
+    said = [v for by in people.values() if (v := by.get(dimension, by.get(""))) is not None]
+    passes = said.count(Verdict.PASS)
+    if not said or passes * 2 == len(said):
+        return None
+    return Verdict.PASS if passes * 2 > len(said) else Verdict.FAIL
+
+
 def agreements(store: Store, run: str | None = None) -> list[Agreement]:
     """Each judge's record per dimension, over one run or (None) every run in the store."""
-    labels: dict[tuple[str, str, int], dict[str, list[Verdict]]] = {}
-    for label in store.labels(run):
-        if label.verdict in _GRADED:  # an unsure label compares with nothing
-            key = (label.run, label.case_id, label.idx)
-            labels.setdefault(key, {}).setdefault(label.dimension, []).append(label.verdict)
-    judged: dict[tuple[str, str, str], list[tuple[Verdict, list[Verdict]]]] = {}
+    people = labelled_trials(store.labels(run))
+    judged: dict[tuple[str, str, str], list[tuple[Verdict, Verdict | None]]] = {}
     for name in [run] if run is not None else store.runs():
         for trial in store.trials(name):
             for grade in trial.grades:
                 meta = grade.meta
                 if not grade.grader.startswith("judge:") or "rubric_hash" not in meta:
                     continue
-                human_labels = labels.get((name, trial.case_id, trial.idx), {})
                 dimension = meta["dimension"]
-                humans = human_labels.get(dimension) or human_labels.get("", [])
+                human = people_verdict(people.get((name, trial.case_id, trial.idx), {}), dimension)
                 judge = (dimension, meta["model"], meta["rubric_hash"])
-                judged.setdefault(judge, []).append((grade.verdict, humans))
+                judged.setdefault(judge, []).append((grade.verdict, human))
     return [
         Agreement(
             dimension,
@@ -128,7 +140,7 @@ def agreements(store: Store, run: str | None = None) -> list[Agreement]:
             rubric_hash,
             judged=len(verdicts),
             unknown=sum(j is Verdict.UNKNOWN for j, _ in verdicts),
-            pairs=tuple((j, h) for j, humans in verdicts if j in _GRADED for h in humans),
+            pairs=tuple((j, h) for j, h in verdicts if j in _GRADED and h is not None),
         )
         for (dimension, model, rubric_hash), verdicts in sorted(judged.items())
     ]
@@ -202,6 +214,7 @@ class JudgeAgreement:
         review_queue: The unknown judge grades no human has labelled yet.
         min_labels: What calibration asked for.
         min_agreement: What calibration asked for.
+        people: How far the run's labellers agree with each other.
     """
 
     run: str
@@ -209,6 +222,8 @@ class JudgeAgreement:
     review_queue: list[Pending]
     min_labels: int
     min_agreement: float
+    people: LabelAgreement | None = None
+    """How far the people who labelled the run agree with each other (``label_agreement``)."""
 
     def to_json(self) -> dict[str, Any]:
         """As JSON-ready data (what ``--json`` prints)."""
@@ -221,7 +236,13 @@ class JudgeAgreement:
             }
             for p in self.review_queue
         ]
-        return {"run": self.run, "dimensions": self.dimensions, "review_queue": pending}
+        people = self.people.to_json() if self.people is not None else None
+        return {
+            "run": self.run,
+            "dimensions": self.dimensions,
+            "review_queue": pending,
+            "people": people,
+        }
 
 
 def judge_agreement(
@@ -270,4 +291,11 @@ def judge_agreement(
                 "advisory": advisory,
             }
         )
-    return JudgeAgreement(run, rows, review_queue(store, run), min_labels, min_agreement)
+    return JudgeAgreement(
+        run,
+        rows,
+        review_queue(store, run),
+        min_labels,
+        min_agreement,
+        label_agreement(store, run),
+    )

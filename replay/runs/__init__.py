@@ -8,7 +8,8 @@ from . import _dask, _processes, _ray
 from ._backend import BACKENDS
 from ._check import check_case
 from ._drift import Regrade
-from ._judge_check import MAX_FLIP, PROBES, JudgeCheck, ProbeResult, judge_check
+from ._judge_check import MAX_FLIP, JudgeCheck, judge_check
+from ._probes import PROBES, ProbeResult
 from ._regrade import MAX_DRIFT, make_golden, regrade, regrade_golden
 from ._runner import execute
 from ._spec import (

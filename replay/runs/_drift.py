@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..graders import Verdict
-from ..results import LabelRecord, TrialRecord
+from ..results import LabelRecord, TrialRecord, labelled_trials, people_verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ class Regrade:
     Attributes:
         run: The run regraded.
         regraded: Trials graded again.
-        skipped: Trials that could not be (``CASE#INDEX``, why).
+        skipped: Trials that could not be (``CASE#INDEX``, why): the regrade is incomplete.
         changes: The trials whose verdict changed.
         graders: Per grader, then ``verdict`` (the trials' verdicts), changes and
             precision/recall against labels.
@@ -82,6 +82,8 @@ class Regrade:
     max_drift: float
     labels_only: bool = False
     stored_as: str | None = None
+    unrecorded: tuple[str, ...] = ()
+    """Trials that never had a cassette (they could not run): nothing to grade again."""
 
     @property
     def drift(self) -> float:
@@ -110,6 +112,11 @@ class Regrade:
         """Within the drift allowed (and, against labels, agreeing with people no less)."""
         return not self.drifted and not self.fewer_agree
 
+    @property
+    def complete(self) -> bool:
+        """Whether every trial with a cassette was graded again (and there was one)."""
+        return self.regraded > 0 and not self.skipped
+
     def to_json(self) -> dict[str, Any]:
         """As JSON-ready data (what ``--json`` prints)."""
         return {
@@ -119,9 +126,11 @@ class Regrade:
             "drift": self.drift,
             "max_drift": self.max_drift,
             "passed": self.passed,
+            "complete": self.complete,
             "labels_only": self.labels_only,
             "stored_as": self.stored_as,
             "skipped": [{"trial": t, "why": why} for t, why in self.skipped],
+            "unrecorded": list(self.unrecorded),
             "changes": [
                 {
                     "trial": f"{c.case_id}#{c.idx}",
@@ -143,20 +152,12 @@ def _name(verdict: Verdict | None) -> str | None:
 
 
 def human_verdicts(labels: Sequence[LabelRecord]) -> dict[tuple[str, int], Verdict]:
-    """Each labelled trial's verdict by its whole-trial labels.
-
-    Pass or fail by majority; a tie, or only unsure labels: none.
-    """
-    said: dict[tuple[str, int], list[Verdict]] = {}
-    for label in labels:
-        if label.dimension == "" and label.verdict in (Verdict.PASS, Verdict.FAIL):
-            said.setdefault((label.case_id, label.idx), []).append(label.verdict)
-    out = {}
-    for key, verdicts in said.items():
-        passes = verdicts.count(Verdict.PASS)
-        if passes * 2 != len(verdicts):
-            out[key] = Verdict.PASS if passes * 2 > len(verdicts) else Verdict.FAIL
-    return out
+    """Each labelled trial's verdict by people, on the whole trial (``people_verdict``)."""
+    return {
+        (case_id, idx): verdict
+        for (_, case_id, idx), people in labelled_trials(labels).items()
+        if (verdict := people_verdict(people, "")) is not None
+    }
 
 
 def _verdicts(trial: TrialRecord) -> dict[str, Verdict]:

@@ -9,9 +9,10 @@ blocks a change that silently moves scores. A refactor that changes no verdict
 passes.
 
 What is not the graders' to decide is held: a trial that could not be regraded
-(no cassette, its case file gone, a cassette that cannot be read) is skipped and
-listed (so is one whose cassette is cut short now: it was graded whole); a
-trial whose stored verdict no grader gave (an ``error`` of cause
+(its cassette gone, damaged, or cut short now when it was graded whole; its case
+file gone) is skipped and listed, and the regrade is incomplete; a trial that
+never had a cassette (it could not run) has nothing to grade again; a trial
+whose stored verdict no grader gave (an ``error`` of cause
 ``limit``, ``user`` or ``harness``, or ``unsupported``) keeps that verdict, its
 grades compared all the same. Without a judge the rubric is not judged again:
 the stored judge grades are replayed as they were (``RubricJudge``).
@@ -28,7 +29,7 @@ from typing import Any
 from recorder import ConfigError, ReplayError, __version__
 
 from ..cases import Case, load_case
-from ..graders import Cause, Dimension, Grade, Judge, Trial, Verdict
+from ..graders import Cause, Dimension, Grade, Judge, Trial, Verdict, resolve
 from ..modes import load_callable, review
 from ..results import GradeRecord, Store, TrialRecord, calibrated_judges
 from ._drift import Regrade, compare, human_verdicts
@@ -65,7 +66,7 @@ def _cases(spec: RunSpec, given: Sequence[str | Path] | None) -> dict[str, Case]
         if not Path(path).is_file():
             raise ConfigError(
                 f"case file {path} of run {spec.name!r} is not there; give the case files "
-                "as they are now with `cases`"
+                "as they are now (`replay regrade --case PATH`, or `cases=`)"
             )
         case = load_case(path)
         cases[case.id] = case
@@ -113,6 +114,8 @@ def regrade(
         calibrated = calibrated_judges(store, spec.judge.min_labels, spec.judge.min_agreement)
         judge = dataclasses.replace(judge, calibrated=calibrated)
     every = [*spec.graders, *graders]
+    for case in by_id.values():  # a misspelled grader is bad input, not a skipped trial
+        resolve([*case.grader_uses, *every], strict=True)
     labels = human_verdicts(store.labels(run))
     stored = store.trials(run)
     if labels_only:
@@ -121,12 +124,20 @@ def regrade(
             raise ConfigError(f"run {run!r} has no trial labelled pass or fail: label some first")
     pairs: list[tuple[TrialRecord, TrialRecord]] = []
     skipped: list[tuple[str, str]] = []
+    unrecorded: list[str] = []
+    kept: list[TrialRecord] = []
+    """Trials not regraded, stored as they were in a ``store_as`` run."""
     with tempfile.TemporaryDirectory(prefix="replay-regrade-") as tmp:
         for trial in stored:
             name = f"{trial.case_id}#{trial.idx}"
+            if trial.cassette is None:  # (a trial that could not run: nothing to grade)
+                unrecorded.append(name)
+                kept.append(trial)
+                continue
             why = _unreadable(trial, by_id)
             if why:
                 skipped.append((name, why))
+                kept.append(trial)
                 continue
             try:
                 result = review(
@@ -141,22 +152,23 @@ def regrade(
                 )
             except ReplayError as exc:
                 skipped.append((name, str(exc)))
+                kept.append(trial)
                 continue
             cut = result.trial.cassette.truncation
             if cut is not None:  # graded whole when stored: a part of it would move it
                 skipped.append((name, f"its cassette {trial.cassette} is cut short ({cut})"))
+                kept.append(trial)
                 continue
             pairs.append((trial, _held(trial, record_of(result))))
     if store_as is not None:
-        _store(store, record.pins, spec, store_as, run, every, list(by_id.values()), pairs)
-    return compare(run, pairs, labels, skipped, max_drift, labels_only, store_as)
+        trials = [*(after for _, after in pairs), *kept]
+        _store(store, record.pins, spec, store_as, run, every, list(by_id.values()), trials)
+    moved = compare(run, pairs, labels, skipped, max_drift, labels_only, store_as)
+    return dataclasses.replace(moved, unrecorded=tuple(unrecorded))
 
 
 def _unreadable(trial: TrialRecord, cases: Mapping[str, Case]) -> str | None:
-    if trial.cassette is None:
-        cause = f", cause {trial.cause.value}" if trial.cause else ""
-        return f"no cassette (stored {trial.verdict.value}{cause})"
-    if not Path(trial.cassette).is_file():
+    if not Path(str(trial.cassette)).is_file():
         return f"its cassette {trial.cassette} is not there"
     if trial.case_id not in cases:
         return "its case is not among the run's case files"
@@ -192,7 +204,7 @@ def _store(
     source: str,
     graders: Sequence[str],
     cases: Sequence[Case],
-    pairs: Sequence[tuple[TrialRecord, TrialRecord]],
+    trials: Sequence[TrialRecord],
 ) -> None:
     regraded = dataclasses.replace(spec, name=name, graders=list(graders))
     new_pins = {
@@ -202,8 +214,8 @@ def _store(
         "regraded_from": source,
     }
     store.start_run(name, regraded.to_stored(), new_pins)
-    for _, after in pairs:
-        store.add_trial(name, after)
+    for trial in trials:
+        store.add_trial(name, trial)
     store.finish_run(name)
 
 

@@ -42,8 +42,11 @@ def render_judge_check(result: JudgeCheck, out: Console) -> None:
     for why in result.skipped:
         out.print(f"skipped {escape(why)}")
     out.print(f"the judge's calls: {escape(result.cassettes)}")
+    if result.passed and not result.measured:
+        out.print("inconclusive: no probe could measure anything (see the notes above)")
+        return
     if result.passed:
-        out.print(f"passed: every probe at or under {result.max_flip:g}")
+        out.print(f"passed: every probe measured at or under {result.max_flip:g}")
         return
     for line in result.reason.split("; "):
         out.print(f"failed: {escape(line)}")

@@ -52,6 +52,15 @@ def render_judge_agreement(result: JudgeAgreement, out: Console) -> None:
         for p in queue:
             out.print(f"  {escape(p.case_id)}#{p.idx} {escape(p.dimension)}: {escape(p.reason)}")
         out.print(f"label one with: replay label {escape(run)} CASE#INDEX pass|fail")
+    people = result.people
+    if people is not None and people.units:
+        kappa = f", kappa {_fraction(people.kappa)}" if len(people.labellers) == 2 else ""
+        out.print(
+            f"people: {len(people.labellers)} labellers agree on "
+            f"{people.units - len(people.disagreements)} of {people.units} trial(s) they both "
+            f"labelled{kappa}, alpha {_fraction(people.alpha)} "
+            f"(replay label-agreement {escape(run)} lists where they differ)"
+        )
 
 
 def render_label_agreement(result: LabelAgreement, out: Console) -> None:

@@ -47,6 +47,11 @@ def render_regrade(result: Regrade, out: Console) -> None:
         )
     for trial, why in result.skipped:
         out.print(f"skipped: {escape(trial)}: {escape(why)}")
+    if result.unrecorded:
+        out.print(
+            f"never recorded (they could not run; nothing to grade): "
+            f"{escape(', '.join(result.unrecorded))}"
+        )
     if result.stored_as:
         out.print(f"stored as run {escape(result.stored_as)}")
     if result.drifted:
@@ -56,6 +61,9 @@ def render_regrade(result: Regrade, out: Console) -> None:
         )
     elif result.fewer_agree:
         out.print("WORSE: the regraded verdicts agree with the labels on fewer trials")
+    elif not result.complete:
+        what = f"{len(result.skipped)} trial(s) skipped" if result.skipped else "no trial"
+        out.print(f"INCOMPLETE: {what} could not be graded again; within the drift for the rest")
     else:
         out.print("within the drift allowed")
 

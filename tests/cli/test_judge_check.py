@@ -168,7 +168,7 @@ def test_an_unbiased_judge_passes_and_stays_calibrated(case: str, tmp_path: Path
     assert rates["self-preference"][0] == "not flagged"  # judge-1's family is no agent's
     assert calibrated(store) == {"judge-1"}
     code, out, _ = check(store, FAIR, "careful", "naive")
-    assert code == 0 and "passed: every probe at or under 0.1" in out
+    assert code == 0 and "passed: every probe measured at or under 0.1" in out
 
 
 def test_a_failed_check_is_lifted_by_the_next_that_passes(case: str, tmp_path: Path) -> None:
@@ -176,8 +176,24 @@ def test_a_failed_check_is_lifted_by_the_next_that_passes(case: str, tmp_path: P
     two_agents(case, store, FAIR)
     assert check(store, FIRST, "careful", "naive")[0] == 1
     assert calibrated(store) == set()
-    assert check(store, FAIR, "careful", "naive")[0] == 0  # the latest check counts
+    # One run alone has no two trials that read differently: position is not measured,
+    # and a check that cannot see the bias does not lift it.
+    code, out, _ = check(store, FAIR, "careful")
+    assert code == 1 and "position flip rate 1.00 > 0.1 (an earlier check" in out
+    assert calibrated(store) == set()
+    assert check(store, FAIR, "careful", "naive")[0] == 0  # measured again, and under
     assert calibrated(store) == {"judge-1"}
+
+
+def test_a_check_that_can_measure_nothing_is_inconclusive_not_passed(
+    case: str, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "results.db")
+    two_agents(case, store, FAIR)
+    unsure = judged(lambda text: "unknown", lambda a, b: "unknown")
+    code, out, _ = check(store, unsure, "careful", "naive")
+    assert code == 3 and "inconclusive: no probe could measure anything" in out
+    assert calibrated(store) == {"judge-1"}  # nothing seen: nothing lifted, nothing laid
 
 
 def test_a_judge_of_the_agents_family_is_flagged(case: str, tmp_path: Path) -> None:

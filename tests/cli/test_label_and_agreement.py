@@ -127,7 +127,7 @@ def test_a_rubric_without_a_judge_is_refused_not_skipped(case: str, tmp_path: Pa
     assert code == 2 and "--judge-url" in err and "--no-judge" in err
 
 
-def test_two_labellers_each_keep_their_label_and_each_is_compared_with_the_judge(
+def test_two_labellers_each_keep_their_label_and_their_majority_is_compared_with_the_judge(
     case: str, tmp_path: Path
 ) -> None:
     store = str(tmp_path / "results.db")
@@ -142,10 +142,13 @@ def test_two_labellers_each_keep_their_label_and_each_is_compared_with_the_judge
                                   "--note", f"{who} read it", "--store", store)  # fmt: skip
             assert code == 0 and out.strip().endswith(f"by {who}: {said}")
     assert len(Store(store).labels("r")) == 6  # nobody's label replaced another's
-    # The judge (pass, fail, pass) against every pass/fail label: ana 3 of 3, ben 1 of 2.
+    # The judge (pass, fail, pass) against people's majority: #0 pass (both), #1 none (a
+    # tie), #2 pass (ana's; ben was unsure): two comparisons, not five, both agreeing.
     _, out, _ = replay("judge-agreement", "r", "--store", store, "--json")
     (row,) = json.loads(out)["dimensions"]
-    assert (row["labels"], row["agreement"]) == (5, pytest.approx(4 / 5))
+    assert (row["labels"], row["agreement"]) == (2, 1.0)
+    _, out, _ = replay("judge-agreement", "r", "--store", store)
+    assert "people: 2 labellers agree on 1 of 2 trial(s) they both labelled, kappa" in out
     code, out, _ = replay("label-agreement", "r", "--store", store, "--json")
     result = json.loads(out)
     assert code == 0 and result["labellers"] == ["ana", "ben"] and result["units"] == 2

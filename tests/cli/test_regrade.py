@@ -180,9 +180,20 @@ def test_trials_whose_cassettes_are_gone_or_damaged_are_skipped_and_named(tmp_pa
     paths[2].write_bytes(paths[2].read_bytes()[:-200])  # the footer and more cut off
     code, out, err = replay("regrade", "r", "--store", store, "--json")
     result = json.loads(out)
-    assert code == 0, err  # nothing regraded moved
-    assert result["regraded"] == 1 and result["changed"] == 0
+    assert code == 3, err  # nothing regraded moved, but three trials could not be regraded
+    assert result["regraded"] == 1 and result["changed"] == 0 and not result["complete"]
     why = {s["trial"]: s["why"] for s in result["skipped"]}
     assert "is not there" in why["refund-4812#0"]
     assert "not a cassette" in why["refund-4812#1"]
     assert "cut short" in why["refund-4812#2"]
+    _, out, _ = replay("regrade", "r", "--store", store)
+    assert "INCOMPLETE: 3 trial(s) skipped could not be graded again" in out
+    paths[3].unlink()  # nothing left to regrade: never a pass
+    code, out, _ = replay("regrade", "r", "--store", store, "--store-as", "kept")
+    assert code == 3 and "0 trial(s), 0 verdict(s) changed" in out
+    assert len(Store(store).trials("kept")) == 4  # what was not regraded is kept as it was
+
+
+def test_a_misspelled_grader_is_bad_input_not_a_skipped_trial(graded_run: str) -> None:
+    code, out, err = replay("regrade", "base", "--store", graded_run, "--grader", "nomod:fn")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "nomod" in err
