@@ -21,7 +21,7 @@ CASE = str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
 TRIALS = 100
 
-pytestmark = pytest.mark.xdist_group("regrade")  # one worker records the 100 trials once
+pytestmark = pytest.mark.xdist_group("regrade")  # one worker records the 100 trials, once
 
 GRADER = '''
 from replay.graders import Grade, Verdict, grader
@@ -47,16 +47,16 @@ def write_grader(folder: Path, body: str, doc: str = "The refund policy.") -> No
     REGISTRY.unregister("policy")
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A store with a run of 100 trials graded by policy_grader:policy (each passes), labelled;
-    and the folder the grader module is in (on sys.path meanwhile)."""
+    and the folder of the grader module (on sys.path only while a test or this runs)."""
     folder = tmp_path_factory.mktemp("regrade")
+    store = folder / "results.db"
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(folder))
         patch.setattr(sys, "dont_write_bytecode", True)
         write_grader(folder, PASS_ALL)
-        store = folder / "results.db"
         with StubLLM(refund_policy()) as llm:
             code, _, err = replay(
                 "run", CASE, "--run", "base", "--llm-url", llm.openai_base_url,
@@ -64,19 +64,22 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
                 "--grader", "policy_grader:policy", "-k", str(TRIALS), *AGENT,
             )  # fmt: skip
         assert code == 0, err
-        labels = Store(store)
-        for idx in range(TRIALS):  # people agree with the stricter rule on trial 17 only
-            said = "fail" if idx == 17 else "pass"
-            labels.add_label("base", "refund-4812", idx, said, labeller="ana")
-        yield store, folder
-    sys.modules.pop("policy_grader", None)
-    REGISTRY.unregister("policy")
+        write_grader(folder, PASS_ALL)  # (forgotten: the next import is a test's)
+    labels = Store(store)
+    for idx in range(TRIALS):  # people agree with the stricter rule on trial 17 only
+        said = "fail" if idx == 17 else "pass"
+        labels.add_label("base", "refund-4812", idx, said, labeller="ana")
+    return store, folder
 
 
 @pytest.fixture
-def graded_run(recorded: tuple[Path, Path], tmp_path: Path) -> Iterator[str]:
+def graded_run(
+    recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
     """A copy of the recorded store; the grader as it was when the run was graded."""
     store, folder = recorded
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     copy = tmp_path / "results.db"
     with closing(sqlite3.connect(store)) as source, closing(sqlite3.connect(copy)) as target:
         source.backup(target)  # (the store is in WAL mode: a file copy may miss the last rows)
