@@ -49,9 +49,16 @@ def main(argv: list[str] | None = None) -> None:
     """Run every benchmark and print their tables and a summary of the targets."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke check")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="--quick, with fewer executor trials and no Ray or Dask: that it runs, no figures",
+    )
     args = parser.parse_args(argv)
+    args.quick = args.quick or args.smoke
     t0 = time.perf_counter()
-    print(f"agent-replay benchmarks{' (--quick)' if args.quick else ''}")
+    size = " (--smoke)" if args.smoke else " (--quick)" if args.quick else ""
+    print(f"agent-replay benchmarks{size}")
     print(environment())
     print()
     opened = cassette_open.run(quick=args.quick)
@@ -69,10 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     diff = state_diff.run(quick=args.quick)
     print(state_diff.report(diff))
     print()
-    spread = executors.run(quick=args.quick)
+    spread = executors.run(quick=args.quick, smoke=args.smoke)
     print(executors.report(spread), flush=True)
     print()
-    proxied = mcp_proxy.run(quick=args.quick) if mcp_proxy.available() else None
+    proxied = mcp_proxy.run(quick=args.quick, smoke=args.smoke) if mcp_proxy.available() else None
     print(mcp_proxy.report(proxied) if proxied else "mcp proxy: skipped (mcp is not installed)")
     print()
     walled = isolation.run(quick=args.quick) if isolation.available() else None
@@ -81,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     gold = tau2_gold.run(quick=args.quick) if tau2_gold.available() else None
     print(tau2_gold.report(gold) if gold else "tau2 gold pass: skipped (tau2 is not installed)")
     print()
-    simulated = stats.run(quick=args.quick)
+    simulated = stats.run(quick=args.quick, smoke=args.smoke)
     print(stats.report(simulated), flush=True)
     print()
     worst = max(p.overhead for p in overhead.ours.points)

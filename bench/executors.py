@@ -40,7 +40,7 @@ from typing import Any
 from . import _slow_llm
 from ._report import secs, table
 
-TRIALS, QUICK_TRIALS = 1600, 320
+TRIALS, QUICK_TRIALS, SMOKE_TRIALS = 1600, 320, 128
 CONCURRENCY = 64
 WORKERS = 4
 WALLED_CONCURRENCY = 8
@@ -142,11 +142,17 @@ def _available(module: str) -> bool:
     return True
 
 
-def run(quick: bool = False) -> list[Point]:
-    """Run the same trials bare and on each available executor, for each agent."""
-    trials = QUICK_TRIALS if quick else TRIALS
+def run(quick: bool = False, smoke: bool = False) -> list[Point]:
+    """Run the same trials bare and on each available executor, for each agent.
+
+    ``smoke``: only that it runs (the test suite's check): ``SMOKE_TRIALS`` trials, and
+    no Ray or Dask (their clusters' start-up is most of it; ``tests/e2e`` runs them).
+    """
+    trials = SMOKE_TRIALS if smoke else QUICK_TRIALS if quick else TRIALS
     server, url = _slow_llm.start(LATENCY)
-    clusters = [e for e, m in (("ray", "ray"), ("dask", "distributed")) if _available(m)]
+    clusters = [
+        e for e, m in (("ray", "ray"), ("dask", "distributed")) if _available(m) and not smoke
+    ]
     points = []
     # Where `replay run` writes by default: under the working directory's .replay/. (On
     # this machine a new file costs 0.5 ms of CPU in /tmp, 0.09 ms in the project's folder;
@@ -164,7 +170,9 @@ def run(quick: bool = False) -> list[Point]:
                 for executor in ["local", *(clusters if agent == AGENTS[0] else [])]:
                     points.append(_harness(root, agent, executor, url, trials))
             if _walls():  # fewer in flight: each is a sandbox (a zygote's child) of its own
-                walled, flight = (trials // 10, 4) if quick else (trials // 5, WALLED_CONCURRENCY)
+                walled, flight = (
+                    (trials // 10, 4) if quick or smoke else (trials // 5, WALLED_CONCURRENCY)
+                )
                 points.append(_harness(root, AGENTS[0], "local", url, walled, flight))
     finally:
         server.kill()

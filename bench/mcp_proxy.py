@@ -85,11 +85,11 @@ async def _calls(command: list[str], n: int) -> float:
         return time.perf_counter() - started
 
 
-def run(quick: bool = False) -> list[Point]:
-    """Both ways at two numbers of calls."""
+def run(quick: bool = False, smoke: bool = False) -> list[Point]:
+    """Both ways at two numbers of calls (``smoke``: few, once: that it runs)."""
     from replay import McpServer, load_case, sandbox
 
-    counts, rounds = ((50, 200), 3) if quick else ((200, 1000), 5)
+    counts, rounds = ((10, 40), 1) if smoke else ((50, 200), 3) if quick else ((200, 1000), 5)
     points: list[Point] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

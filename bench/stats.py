@@ -273,10 +273,13 @@ class Result:
         return covered and spread.fails >= 0.8 and all(p.fails <= 0.05 for p in same_)
 
 
-def run(quick: bool = False, seed: int = 0) -> Result:
-    """Simulate coverage at every size and k, then the gate's power under each model."""
-    suites = QUICK_SUITES if quick else SUITES
-    runs = QUICK_RUNS if quick else RUNS
+def run(quick: bool = False, seed: int = 0, smoke: bool = False) -> Result:
+    """Simulate coverage at every size and k, then the gate's power under each model.
+
+    ``smoke``: a tenth of ``--quick``'s simulations (that it runs; its figures are noise).
+    """
+    suites = QUICK_SUITES // 10 if smoke else QUICK_SUITES if quick else SUITES
+    runs = QUICK_RUNS // 10 if smoke else QUICK_RUNS if quick else RUNS
     cover = [coverage(m, k, suites, seed=seed) for m in SIZES for k in KS]
     powers = [power(setting, runs, seed=seed) for setting in SETTINGS]
     hard = [coverage(20, k, suites, seed=seed, spread=HARD) for k in KS]
