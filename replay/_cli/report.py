@@ -9,7 +9,7 @@ import click
 
 from replay import Store, build_report, report_json, run_html
 
-from ..results import DEFAULT_PATH
+from ..results import DEFAULT_PATH, write_whole
 from ..views import console, render_report
 from .options import confidence_option
 
@@ -55,6 +55,5 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None, confide
 
 
 def _write(path: Path, page: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    write_whole(path, page)
     click.echo(f"wrote {path}")

@@ -10,6 +10,7 @@ import click
 from recorder import read_cassette
 from replay import cassette_html
 
+from ..results import write_whole
 from ..views import console, render_cassette, to_json
 
 
@@ -33,8 +34,7 @@ def show(cassette: Path, as_json: bool, bodies: bool, html_file: Path | None) ->
         raise click.UsageError("--html and --json cannot be used together")
     data = read_cassette(cassette)
     if html_file is not None:
-        html_file.parent.mkdir(parents=True, exist_ok=True)
-        html_file.write_text(cassette_html(data), encoding="utf-8")
+        write_whole(html_file, cassette_html(data))
         click.echo(f"wrote {html_file}")
     elif as_json:
         click.echo(json.dumps(to_json(data), indent=2))

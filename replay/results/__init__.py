@@ -21,6 +21,7 @@ from ._calibration import (
 )
 from ._causes import CauseGroup, FailedTrial
 from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
+from ._files import write_whole
 from ._gate import GateCheck, GateResult, Thresholds, gate, write_junit
 from ._health import (
     MIN_SIDE,
@@ -166,4 +167,5 @@ __all__ = [
     "wilson_interval",
     "worst_first",
     "write_junit",
+    "write_whole",
 ]

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from recorder import ConfigError
 
 from ..graders import Verdict
+from ._files import write_whole
 from ._metrics import CONFIDENCE
 from ._paired import FDR, POWER, CaseChange, PairedFigure, RunComparison, compare_runs
 from ._record import RunRecord
@@ -417,8 +418,8 @@ def write_junit(result: GateResult, path: Path, candidate: str) -> None:
             ET.SubElement(case, "failure", message=message).text = text or message
         if text is not None:
             ET.SubElement(case, "system-out").text = text
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    xml = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    write_whole(path, xml)  # a CI reading it never sees half a report
 
 
 def _case_summaries(result: GateResult) -> list[tuple[str, str]]:

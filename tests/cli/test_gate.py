@@ -372,3 +372,28 @@ def test_thresholds_a_gate_without_a_baseline_cannot_check_are_one_line_errors(
     code, out, err = replay("gate", "--candidate", "base", "--store", store, *args)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert message in err, err
+
+
+@pytest.mark.parametrize("command", ["gate", "report"])
+def test_a_report_cut_off_while_written_leaves_the_previous_one_whole(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Killed between writing and committing the file, a CI reading it sees the last whole one."""
+    path = tmp_path / ("junit.xml" if command == "gate" else "report.html")
+    args = (
+        ["gate", "--candidate", "flaky", "--min-pass1", "0", "--max-unsupported", "1",
+         "--junit", str(path)]
+        if command == "gate"
+        else ["report", "flaky", "--html", str(path)]
+    )  # fmt: skip
+    replay(*args, "--store", store)
+    before = path.read_bytes()
+    assert before.rstrip().endswith(b"</testsuites>" if command == "gate" else b"</html>")
+
+    def killed(fd: int) -> None:  # the process dies after writing, before the file is whole
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("os.fsync", killed)
+    assert replay(*args, "--store", store)[0] != 0  # (click says "Aborted!")
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no part left behind
