@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..runs import JudgeCheck
+from ._labels import fraction
 
 
 def render_judge_check(result: JudgeCheck, out: Console) -> None:
@@ -17,9 +18,9 @@ def render_judge_check(result: JudgeCheck, out: Console) -> None:
         f"{escape(', '.join(result.runs))} ({dimensions})"
     )
     out.print(
-        f"against {result.labels} human label(s): kappa {_fraction(result.kappa)}, "
-        f"true-positive rate {_fraction(result.tpr)}, true-negative rate "
-        f"{_fraction(result.tnr)}, unknown rate {_fraction(result.unknown_rate)}"
+        f"against {result.labels} human label(s): kappa {fraction(result.kappa)}, "
+        f"true-positive rate {fraction(result.tpr)}, true-negative rate "
+        f"{fraction(result.tnr)}, unknown rate {fraction(result.unknown_rate)}"
     )
     table = Table(title="bias probes", title_justify="left")
     for column in ("probe", "status", "n", "flips", "unknown", "rate", "95% interval"):
@@ -32,7 +33,7 @@ def render_judge_check(result: JudgeCheck, out: Console) -> None:
             str(probe.n),
             str(probe.flips) if probe.metric == "flip rate" else "",
             str(probe.unknown),
-            _fraction(probe.rate),
+            fraction(probe.rate),
             "" if interval is None else f"{interval.low:.3f}-{interval.high:.3f}",
         )
     out.print(table)
@@ -51,7 +52,3 @@ def render_judge_check(result: JudgeCheck, out: Console) -> None:
     for line in result.reason.split("; "):
         out.print(f"failed: {escape(line)}")
     out.print("the judge stays advisory whatever its agreement (replay judge-agreement)")
-
-
-def _fraction(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"

@@ -30,9 +30,9 @@ def render_judge_agreement(result: JudgeAgreement, out: Console) -> None:
             escape(row["model"]),
             str(row["judged"]),
             str(row["labels"]),
-            _fraction(row["agreement"]),
-            _fraction(row["kappa"]),
-            _fraction(row["unknown_rate"]),
+            fraction(row["agreement"]),
+            fraction(row["kappa"]),
+            fraction(row["unknown_rate"]),
             status,
         )
     out.print(table)
@@ -45,7 +45,7 @@ def render_judge_agreement(result: JudgeAgreement, out: Console) -> None:
             out.print(
                 f"{escape(row['dimension'])}: advisory until {min_labels} labels agree above "
                 f"{min_agreement:g} (every run in the store: {row['store_labels']} labels, "
-                f"agreement {_fraction(row['store_agreement'])})"
+                f"agreement {fraction(row['store_agreement'])})"
             )
     if queue:
         out.print(f"\nreview queue: {len(queue)} unknown judge grade(s) to label")
@@ -54,11 +54,11 @@ def render_judge_agreement(result: JudgeAgreement, out: Console) -> None:
         out.print(f"label one with: replay label {escape(run)} CASE#INDEX pass|fail")
     people = result.people
     if people is not None and people.units:
-        kappa = f", kappa {_fraction(people.kappa)}" if len(people.labellers) == 2 else ""
+        kappa = f", kappa {fraction(people.kappa)}" if len(people.labellers) == 2 else ""
         out.print(
             f"people: {len(people.labellers)} labellers agree on "
             f"{people.units - len(people.disagreements)} of {people.units} trial(s) they both "
-            f"labelled{kappa}, alpha {_fraction(people.alpha)} "
+            f"labelled{kappa}, alpha {fraction(people.alpha)} "
             f"(replay label-agreement {escape(run)} lists where they differ)"
         )
 
@@ -73,10 +73,10 @@ def render_label_agreement(result: LabelAgreement, out: Console) -> None:
             f"replay label {escape(result.run)} CASE#INDEX pass|fail --by NAME"
         )
         return
-    kappa = f", Cohen's kappa {_fraction(result.kappa)}" if len(result.labellers) == 2 else ""
+    kappa = f", Cohen's kappa {fraction(result.kappa)}" if len(result.labellers) == 2 else ""
     out.print(
         f"{result.units} trial(s) labelled by two or more: agreement "
-        f"{_fraction(result.agreement)}{kappa}, Krippendorff's alpha {_fraction(result.alpha)}"
+        f"{fraction(result.agreement)}{kappa}, Krippendorff's alpha {fraction(result.alpha)}"
     )
     if not result.disagreements:
         out.print("no disagreement")
@@ -90,5 +90,6 @@ def render_label_agreement(result: LabelAgreement, out: Console) -> None:
             out.print(f"    {escape(who or '(unnamed)')}: {escape(note)}")
 
 
-def _fraction(value: float | None) -> str:
+def fraction(value: float | None) -> str:
+    """A share or a coefficient to three places; ``n/a`` when there is none."""
     return "n/a" if value is None else f"{value:.3f}"

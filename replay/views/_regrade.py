@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..runs import Regrade
+from ._labels import fraction
 
 
 def render_regrade(result: Regrade, out: Console) -> None:
@@ -29,8 +30,8 @@ def render_regrade(result: Regrade, out: Console) -> None:
                 str(g.graded),
                 str(g.changed),
                 str(g.labelled),
-                f"{_share(g.precision)} ({_share(g.precision_before)})",
-                f"{_share(g.recall)} ({_share(g.recall_before)})",
+                f"{fraction(g.precision)} ({fraction(g.precision_before)})",
+                f"{fraction(g.recall)} ({fraction(g.recall_before)})",
             )
         out.print(table)
     moved = {case: counts for case, counts in result.cases.items() if counts[0]}
@@ -66,10 +67,6 @@ def render_regrade(result: Regrade, out: Console) -> None:
         out.print(f"INCOMPLETE: {what} could not be graded again; within the drift for the rest")
     else:
         out.print("within the drift allowed")
-
-
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _name(verdict: object) -> str:
