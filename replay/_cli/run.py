@@ -19,6 +19,7 @@ from rich.progress import Progress
 from recorder import ConfigError
 from replay import ExitCode, RunReport, RunSpec, Store, build_report, execute, report_json
 
+from ..cases import check_name
 from ..results import DEFAULT_PATH
 from .run_options import AGAIN, OPTIONS, flags, options, settings
 
@@ -77,6 +78,7 @@ def run(**given: Any) -> None:
     measure, as_json = given["measure"], given["as_json"]
     # Bad input is said before a store is made; on --resume, only what it takes again is read.
     values = settings(given, AGAIN if resume else None)
+    check_name(name, "--run")  # a name, not a path (its cassettes' folder is named after it)
     results = Store(store)
     if resume:
         context = click.get_current_context()

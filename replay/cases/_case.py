@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from recorder import FixtureError, ReplayError
 
@@ -53,6 +54,8 @@ from ..graders import (
 )
 from ..surroundings import Fault, UserSpec
 from ..worlds import Fixture, load_fixture
+from ._names import name_problem
+from ._yaml import CaseTooLarge, load_yaml, read_bounded
 
 FIXTURE_SUFFIXES = (".sql", ".json", ".db", ".sqlite", ".sqlite3")
 
@@ -145,8 +148,8 @@ class Case(BaseModel):
         extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
     )
 
-    id: str = Field(min_length=1)
-    """Unique id of the case."""
+    id: str
+    """Unique id of the case, a name (``replay.cases.check_name``): its cassettes are named so."""
     suite: Suite = Suite.CAPABILITY
     expects: Expects | None = None
     """Whether the agent must act or refrain (see ``Expects``); None: undeclared."""
@@ -185,6 +188,14 @@ class Case(BaseModel):
     tags: list[str] = Field(default_factory=list)
     path: Path | None = None
     """The file the case was loaded from."""
+
+    @field_validator("id")
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        problem = name_problem(value)
+        if problem is not None:  # (not a ValueError: pydantic would prefix "Value error, ")
+            raise PydanticCustomError("name", "{problem}", {"problem": problem})
+        return value
 
     @field_validator("fixture")
     @classmethod
@@ -319,75 +330,22 @@ def _parsed(source: str) -> Assertion:
     return Assertion(source)
 
 
-MAX_YAML_DEPTH = 100
-"""Levels a case file may nest."""
-MAX_YAML_ALIASES = 100
-"""Aliases (``*name``) a case file may use."""
-MAX_YAML_NODES = 100_000
-"""Nodes a case file may expand to, every alias counted as what it stands for."""
-
-
-class _BoundedLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses alias bombs and deep nesting before building them."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-        self._aliases = 0
-        self._nodes = 0
-        self._sizes: dict[int, int] = {}
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_YAML_ALIASES:
-                raise self._refuse(f"more than {MAX_YAML_ALIASES} aliases")
-            node = super().compose_node(parent, index)
-            self._count(self._sizes.get(id(node), 1))
-            return node
-        self._depth += 1
-        if self._depth > MAX_YAML_DEPTH:
-            raise self._refuse(f"nested more than {MAX_YAML_DEPTH} deep")
-        before = self._nodes
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-        self._count(1)
-        self._sizes[id(node)] = self._nodes - before
-        return node
-
-    def _count(self, n: int) -> None:
-        self._nodes += n
-        if self._nodes > MAX_YAML_NODES:
-            raise self._refuse(f"more than {MAX_YAML_NODES:,} values (aliases expanded)")
-
-    def _refuse(self, what: str) -> yaml.YAMLError:
-        mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-        return yaml.MarkedYAMLError(problem=f"refused: {what}", problem_mark=mark)
-
-
-def _load_yaml(text: str) -> Any:
-    loader = _BoundedLoader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
 def load_case(path: str | Path) -> Case:
     """Load and validate one case file.
 
     Raises:
         CaseFileError: Naming the file and the field, for anything malformed:
-            YAML syntax, a missing or mistyped field, a fixture that does not
-            exist, an assertion that does not parse.
+            a file over ``MAX_CASE_BYTES`` (refused unparsed), YAML syntax, a
+            missing or mistyped field, an id that is not a name (``check_name``),
+            a fixture that does not exist, an assertion that does not parse.
     """
     path = Path(path)
     try:
-        data = _load_yaml(path.read_text(encoding="utf-8"))
+        data = load_yaml(read_bounded(path))
     except FileNotFoundError:
         raise CaseFileError("no such case file", path=path) from None
+    except CaseTooLarge as exc:
+        raise CaseFileError(str(exc), path=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseFileError(f"cannot read it ({exc})", path=path) from None
     except yaml.YAMLError as exc:

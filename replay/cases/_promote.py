@@ -27,6 +27,8 @@ from recorder import (
 
 from ..graders import Assertion, agent_calls
 from ..worlds import StateDiff, apply_delta
+from ._files import replacing, write_whole
+from ._names import check_name, inside
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +93,13 @@ def promote(
     Raises:
         CassetteError: The cassette is missing, damaged or of an unknown format.
         AssertionSyntaxError: An ``expect`` assertion does not parse.
-        ConfigError: No fixture to copy, or no instruction.
+        ConfigError: ``case_id`` is not a name (``check_name``), no fixture to copy, or
+            no instruction.
+
+    Each file is written whole (beside its path, then renamed over it): a promote
+    killed midway leaves each file as it was, or new and whole.
     """
+    check_name(case_id, "case id")  # a name: it is the stem of every file written
     cassette_path, out = Path(cassette_path), Path(out)
     fixture = Path(fixture) if fixture is not None else None
     cassette = read_cassette(cassette_path)
@@ -112,23 +119,27 @@ def promote(
         raise ConfigError(
             f"{cassette_path}: no user instruction in its LLM calls; pass --instruction"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    fixture_copy = out / f"{case_id}.fixture{source_fixture.suffix}"
-    shutil.copyfile(source_fixture, fixture_copy)
-    if fixture is None and _is_database(fixture_copy):
-        _undo_if_changed(fixture_copy, cassette, cassette_path)
-    frozen = out / "cassettes" / f"{case_id}.cassette"
+    what = f"case id {case_id!r}"
+    fixture_copy = inside(out, out / f"{case_id}.fixture{source_fixture.suffix}", what)
+    frozen = inside(out, out / "cassettes" / f"{case_id}.cassette", what)
+    case_path = inside(out, out / f"{case_id}.yaml", what)
+    # Each file is written beside its path and renamed over it: a promote killed midway
+    # leaves each as it was or whole (a case file read by CI, a world copied halfway).
+    with replacing(fixture_copy) as copy:
+        shutil.copyfile(source_fixture, copy)
+        if fixture is None and _is_database(copy):
+            _undo_if_changed(copy, cassette, cassette_path)
     header = cassette.header.model_copy(update={"case_id": case_id})
-    write_cassette(frozen, header, cassette.events, cassette.footer, overwrite=True)
+    with replacing(frozen) as tmp:
+        write_cassette(tmp, header, cassette.events, cassette.footer, overwrite=True)
     summary = cassette.summary()
     diff = StateDiff.from_delta(summary.state_diff or {})
     tools = sorted({e.name for e in agent_calls(cassette.events)})
-    case_path = out / f"{case_id}.yaml"
-    case_path.write_text(
+    write_whole(
+        case_path,
         _case_yaml(
             case_id, text, fixture_copy.name, expect, scaffold(diff), diff, tools, cassette_path
         ),
-        encoding="utf-8",
     )
     return Promoted(case_path, fixture_copy, frozen)
 
@@ -160,14 +171,14 @@ def _undo_if_changed(copy: Path, cassette: Cassette, cassette_path: Path) -> Non
         with conn:
             apply_delta(conn, _inverse(net_delta(deltas)))
         if world_hash(conn) != wanted:
-            copy.unlink()
             raise ConfigError(
                 f"{cassette_path}: its world changed since the recording (undoing the recorded "
                 "changes does not give the world it started from); pass --fixture"
             )
     except (sqlite3.Error, FixtureError) as exc:
-        copy.unlink(missing_ok=True)
-        raise ConfigError(f"{cassette_path}: cannot undo its changes on {copy}: {exc}") from None
+        raise ConfigError(
+            f"{cassette_path}: cannot undo its changes on a copy of its world: {exc}"
+        ) from None
     finally:
         conn.close()
 

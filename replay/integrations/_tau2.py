@@ -16,12 +16,14 @@ changing nothing passes. Run them with ``--tools replay.tau2:<domain>_tools``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..cases import inside, write_whole
 from . import _domains as tau2
 
 MULTISETS = {
@@ -63,14 +65,14 @@ def import_tau2(domain: str, out: str | Path) -> Tau2Import:
     tau2.db_class(domain)  # the domain exists and tau2 imports, before anything is written
     (out / "cases").mkdir(parents=True, exist_ok=True)
     fixture = out / "fixture.json"
-    fixture.write_text(json.dumps(tau2.database(domain)), encoding="utf-8")
+    write_whole(fixture, json.dumps(tau2.database(domain)))  # each file whole or not at all
     result = Tau2Import(fixture)
     for task in tau2.tasks(domain):
         actions = [a for a in task.evaluation_criteria.actions or [] if a.requestor == "assistant"]
         if not actions:  # tau2 checks the database all the same: it must not change
             result.unchanged.append(str(task.id))
-        path = out / "cases" / f"{_slug(str(task.id))}.yaml"
-        path.write_text(_case_yaml(domain, task, actions), encoding="utf-8")
+        path = inside(out / "cases", out / "cases" / f"{_slug(str(task.id))}.yaml", "task id")
+        write_whole(path, _case_yaml(domain, task, actions))
         result.cases.append(path)
     return result
 
@@ -82,7 +84,9 @@ Imported = Tau2Import
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
+    """A task id as a name (``replay.cases.check_name``): in a case id and a file name."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]", "-", text).replace("..", "--")
+    return slug if re.match(r"[A-Za-z0-9_]", slug) else f"_{slug}"
 
 
 def _case_yaml(domain: str, task: Any, actions: list[Any]) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from recorder import Cassette, ConfigError, Redaction, Tool
 
-from ..cases import Case
+from ..cases import Case, check_name
 from ..graders import Dimension, Grade, Trial
 from ..mcp import McpServer
 from ..surroundings import FaultInjector, UserChannel
@@ -55,8 +55,13 @@ NO_LLM_URL = "http://127.0.0.1:9/v1"
 
 
 def cassette_name(case_id: str, index: int) -> str:
-    """The file name of trial ``index`` of case ``case_id``'s cassette."""
-    return f"{case_id}-{index}.cassette"
+    """The file name of trial ``index`` of case ``case_id``'s cassette.
+
+    Raises:
+        ConfigError: ``case_id`` is not a name (``replay.cases.check_name``): one
+            with ``/`` or ``..`` would put the file outside its folder.
+    """
+    return f"{check_name(case_id, 'case id')}-{index}.cassette"
 
 
 def judge_cassette(trial_cassette: Path) -> Path:

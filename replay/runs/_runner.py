@@ -22,7 +22,7 @@ from recorder import ConfigError, Secrets, __version__, holds_events, patched, r
 
 from .. import graders
 from ..agents import choose_isolation
-from ..cases import Case, load_case
+from ..cases import Case, inside, load_case
 from ..graders import Judge
 from ..mcp import McpServer
 from ..modes import REGISTRY, Mode, load_callable
@@ -159,6 +159,8 @@ def execute(
     done = store.finished_trials(spec.name)
     todo = [j for j in jobs if (j.case.id, j.index) not in done]
     out = Path(spec.out) if spec.out else store.path.parent / "cassettes" / spec.name
+    if not spec.out:  # (the name is checked as the spec is made; the path, where it is used)
+        inside(store.path.parent / "cassettes", out, f"run name {spec.name!r}")
     out.mkdir(parents=True, exist_ok=True)
     if on_trial:
         on_trial(None, 0, len(todo))

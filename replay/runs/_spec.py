@@ -17,6 +17,7 @@ from typing import Any, Literal
 from recorder import PLACEHOLDER, ConfigError, Redaction, Secrets
 
 from ..agents import allowed_host
+from ..cases import check_name
 from ..mcp import McpServer
 from ..modes import Limits
 from ..results import MIN_AGREEMENT, MIN_LABELS
@@ -197,6 +198,7 @@ class RunSpec:
     """Everything that defines a run (stored with it, so it can be resumed)."""
 
     name: str
+    """The run's name, a name and not a path (``replay.cases.check_name``)."""
     cases: list[str]
     """Case file paths."""
     mode: str
@@ -218,6 +220,10 @@ class RunSpec:
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
     version: int = SPEC_VERSION
     """The spec's format (``SPEC_VERSION``), stored with it."""
+
+    def __post_init__(self) -> None:
+        # A name, not a path: its cassettes' folder is named after it (``check_name``).
+        check_name(self.name, "`name`")
 
     def to_stored(self) -> dict[str, Any]:
         """As stored with the run (JSON-ready), every secret in it replaced by ``[REDACTED]``.
