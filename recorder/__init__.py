@@ -34,7 +34,7 @@ from ._llm import LlmCall, LlmToolCall, llm_call
 from ._playback import Playback, playback
 from ._reader import Cassette, holds_events, read_cassette, read_header
 from ._recording import Recording, __version__, record
-from ._redact import PLACEHOLDER, Redaction, Secrets
+from ._redact import Redaction
 from ._schema import (
     FORMAT_VERSION,
     ErrorEvent,
@@ -56,6 +56,8 @@ from ._schema import (
     WarningEvent,
     WorldDelta,
 )
+from ._secret_names import SECRET_WORDS, secret_named
+from ._secrets import PLACEHOLDER, Secrets
 from ._session import patched, unrecorded
 from ._sources import (
     HTTP_MATCHERS,
@@ -74,6 +76,7 @@ __all__ = [
     "FORMAT_VERSION",
     "HTTP_MATCHERS",
     "PLACEHOLDER",
+    "SECRET_WORDS",
     "TOOL_MATCHERS",
     "USER_MATCHERS",
     "Cassette",
@@ -130,6 +133,7 @@ __all__ = [
     "read_cassette",
     "read_header",
     "record",
+    "secret_named",
     "tool",
     "tool_schema_hash",
     "unrecorded",

@@ -17,7 +17,7 @@ from ._errors import SandboxViolation
 from ._hooks import Hooks
 from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
 from ._provenance import database_file, pins_for
-from ._redact import Redaction, Secrets, scrub_response
+from ._redact import Redaction, scrub_response
 from ._schema import (
     ErrorEvent,
     Footer,
@@ -33,6 +33,7 @@ from ._schema import (
     WarningEvent,
     WorldDelta,
 )
+from ._secrets import Secrets
 from ._sse import stream_ended
 from ._tape import Tape
 from ._turns import Turn, Turns
@@ -63,7 +64,8 @@ class Recording(Tape):
     closed with a footer, and the exception propagates.
 
     Secrets never reach the file: ``redaction`` says what to replace where it
-    stands (headers, query values, body and tool-call paths), and every value
+    stands (headers, query values, body and tool-call paths; every header and
+    form field named like a secret, ``secret_named``), and every value
     replaced, with the values given as ``secrets`` (keys, passwords, tokens the
     agent may see), is scrubbed from every byte written after it is known:
     request and response bodies (decoded, and across chunks), headers, tool

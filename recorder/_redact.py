@@ -13,18 +13,19 @@ import gzip
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import brotli
 
-from ._bounds import MAX_DEPTH, decode_body
+from ._bounds import decode_body
 from ._errors import ConfigError
 from ._schema import HttpRequest, RedactionSpec
-
-PLACEHOLDER = "[REDACTED]"
+from ._secret_names import secret_named
+from ._secrets import PLACEHOLDER as PLACEHOLDER  # (re-exported: the older home of both)
+from ._secrets import Secrets as Secrets
 
 DEFAULT_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie"}
@@ -33,139 +34,7 @@ DEFAULT_QUERY = frozenset({"key", "api_key", "token", "access_token"})
 
 Headers = list[tuple[str, str]]
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
-MIN_SECRET = 8
-"""Shorter secrets are replaced where they stand but not searched for in free text."""
-_PLACEHOLDER_BYTES = PLACEHOLDER.encode()
-_NOT_CREDENTIALS = frozenset({"cookie", "set-cookie"})
-
-
-class Secrets:
-    """Secret values to scrub from every byte a recording writes.
-
-    It learns credentials while redacting (auth header values, redacted query
-    and body values, URL userinfo and its parts) and is told others (``add``:
-    the values a user lists, the harness's ``--allow-env`` values and
-    secret-named settings). Cookies are not learned: servers set fresh cookies
-    on every response, and their attributes (``Path=/``, dates) are not secrets.
-    Values shorter than ``MIN_SECRET`` characters are replaced where they stand
-    (a header, a URL, a configured path) but not searched for in free text: too
-    many false hits.
-
-    Live requests pass through the same scrub before they are matched, so a
-    body that carried a secret when recorded matches the body that carries it
-    (or another key learned the same way) when replayed.
-    """
-
-    def __init__(self, values: Iterable[str] = ()) -> None:
-        self._values: set[str] = set()
-        self._text: re.Pattern[str] | None = None
-        self._bytes: re.Pattern[bytes] | None = None
-        for value in values:
-            self.add(value)
-
-    def __bool__(self) -> bool:
-        return bool(self._values)
-
-    def values(self) -> set[str]:
-        """The secrets remembered (a copy)."""
-        return set(self._values)
-
-    def update(self, other: Secrets) -> None:
-        """Remember every secret ``other`` holds."""
-        for value in other._values:
-            self.add(value)
-
-    def add(self, value: str) -> None:
-        """Remember a secret (and the token of a ``Scheme <token>`` value)."""
-        parts = value.split()
-        candidates = [value, parts[1]] if len(parts) == 2 else [value]
-        for plain in list(candidates):  # as it appears inside JSON text and URL-encoded
-            candidates += [json.dumps(plain)[1:-1], json.dumps(plain, ensure_ascii=False)[1:-1]]
-            candidates += [quote(plain, safe=""), quote_plus(plain)]
-        for part in dict.fromkeys(candidates):
-            if len(part) >= MIN_SECRET and part != PLACEHOLDER and part not in self._values:
-                self._values.add(part)
-                self._text = self._bytes = None
-
-    def _pattern(self) -> re.Pattern[str] | None:
-        if self._text is None and self._values:
-            ordered = sorted(self._values, key=len, reverse=True)
-            self._text = re.compile("|".join(re.escape(v) for v in ordered))
-        return self._text
-
-    def _byte_pattern(self) -> re.Pattern[bytes] | None:
-        if self._bytes is None and self._values:
-            ordered = sorted((v.encode() for v in self._values), key=len, reverse=True)
-            self._bytes = re.compile(b"|".join(re.escape(v) for v in ordered))
-        return self._bytes
-
-    def scrub(self, text: str) -> str:
-        """Return ``text`` with every remembered secret replaced."""
-        pattern = self._pattern()
-        return pattern.sub(PLACEHOLDER, text) if pattern is not None else text
-
-    def scrub_bytes(self, data: bytes) -> bytes:
-        """Return ``data`` with every remembered secret replaced (an echoed key, say)."""
-        pattern = self._byte_pattern()
-        if pattern is None:
-            return data
-        return pattern.sub(_PLACEHOLDER_BYTES, data)
-
-    def scrub_chunks(self, chunks: list[bytes]) -> list[bytes]:
-        """Return chunks with every secret replaced, one split across chunks too.
-
-        The chunks keep their number: a secret is replaced in the chunk where it
-        starts and its rest is cut from the chunks after it.
-        """
-        pattern = self._byte_pattern()
-        if pattern is None or not chunks:
-            return chunks
-        if len(chunks) == 1:
-            return [pattern.sub(_PLACEHOLDER_BYTES, chunks[0])]
-        joined = b"".join(chunks)
-        spans = [m.span() for m in pattern.finditer(joined)]
-        if not spans:
-            return chunks
-        out, start, first = [], 0, 0  # spans are in order: each chunk looks from ``first`` on
-        for chunk in chunks:
-            end = start + len(chunk)
-            piece, at = bytearray(), start
-            while first < len(spans) and spans[first][1] <= start:
-                first += 1
-            for s, e in spans[first:]:
-                if s >= end:
-                    break
-                piece += joined[at : max(s, at)]
-                if s >= start:
-                    piece += _PLACEHOLDER_BYTES
-                at = min(e, end)
-            piece += joined[at:end]
-            out.append(bytes(piece))
-            start = end
-        return out
-
-    def scrub_value(self, value: Any) -> Any:
-        """Return a JSON-ready value with secrets replaced in every string (keys too)."""
-        if not self._values:
-            return value
-        return _scrub_value(self, value, 0)
-
-
-def _scrub_value(seen: Secrets, value: Any, depth: int) -> Any:
-    if isinstance(value, str):
-        return seen.scrub(value)
-    if depth > MAX_DEPTH:  # deeper than a cassette may hold: nothing of it is kept
-        return PLACEHOLDER
-    if isinstance(value, dict):
-        return {
-            (seen.scrub(k) if isinstance(k, str) else k): _scrub_value(seen, v, depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [_scrub_value(seen, v, depth + 1) for v in value]
-    if isinstance(value, bytes):
-        return seen.scrub_bytes(value)
-    return value
+_FORM = "application/x-www-form-urlencoded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +42,12 @@ class Redaction:
     """What to redact from recorded HTTP traffic.
 
     Attributes:
-        headers: Header names (any case) whose values are replaced.
-        query: Query-parameter names (any case) whose values are replaced.
+        headers: Header names (any case) whose values are replaced, besides every
+            header named like a secret (``secret_named``: ``x-goog-api-key``,
+            ``x-auth-token``...).
+        query: Query-parameter names (any case) whose values are replaced; in a
+            form body (``application/x-www-form-urlencoded``) these and every
+            field named like a secret (``api_key``, ``client_secret``...).
         body_paths: Dotted paths into JSON bodies — requests, responses
             (gzip/deflate bodies are decoded, redacted and re-encoded) and each
             ``data:`` event of a streamed response; ``*`` matches every key or
@@ -238,13 +111,17 @@ class Redaction:
         return value
 
     def redact_headers(self, headers: Headers, seen: Secrets | None = None) -> Headers:
-        """Return headers with secret values replaced; names are lower-cased."""
+        """Return headers with secret values replaced; names are lower-cased.
+
+        Replaced are the ``headers`` named and every header named like a secret;
+        the credentials each carried are learned (``Secrets.add_header``).
+        """
         out = []
         for name, value in headers:
             name = name.lower()
-            if name in self.headers:
-                if seen is not None and name not in _NOT_CREDENTIALS:
-                    seen.add(value)
+            if name in self.headers or secret_named(name):
+                if seen is not None and value != PLACEHOLDER:
+                    seen.add_header(name, value)
                 value = PLACEHOLDER
             out.append((name, value))
         return out
@@ -286,6 +163,8 @@ class Redaction:
         url = self.redact_url(request.url, seen)
         headers = self.redact_headers(request.headers, seen)
         body = self.redact_body(request.body, seen)
+        if any(k.lower() == "content-type" and v.lower().startswith(_FORM) for k, v in headers):
+            body = self.redact_form(body, seen)
         if not seen:
             return HttpRequest(method=request.method, url=url, headers=headers, body=body)
         return HttpRequest(
@@ -294,6 +173,26 @@ class Redaction:
             headers=[(k, seen.scrub(v)) for k, v in headers],
             body=seen.scrub_bytes(body),
         )
+
+    def redact_form(self, body: bytes, seen: Secrets | None = None) -> bytes:
+        """Return a form body with the values of secret fields replaced, the rest as it came.
+
+        Secret fields are the ``query`` names and those named like a secret
+        (``secret_named``); their values are learned, decoded.
+        """
+        fields = body.split(b"&")
+        changed = False
+        for i, item in enumerate(fields):
+            name, eq, value = item.partition(b"=")
+            key = unquote_plus(name.decode("utf-8", "replace"))
+            if not eq or value == PLACEHOLDER.encode():
+                continue
+            if key.lower() in self.query or secret_named(key):
+                if seen is not None:
+                    seen.add(unquote_plus(value.decode("utf-8", "replace")))
+                fields[i] = name + b"=" + PLACEHOLDER.encode()
+                changed = True
+        return b"&".join(fields) if changed else body
 
     def redact_text(self, text: str, seen: Secrets) -> str:
         """Return free text (an error message) with known secrets and URL secrets replaced."""

@@ -32,8 +32,9 @@ def run(**given: Any) -> None:
     review grades recorded cassettes again; offline runs the agent with tool
     calls answered from the cassettes; sandbox runs it with real tools in a
     fresh world, where HTTP may reach only the LLM's host and environment
-    variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*) are
-    hidden unless allowed. Resume an interrupted run with --resume --run NAME.
+    variables that look like secrets (a word KEY, TOKEN, SECRET, PASSWORD,
+    CREDENTIALS, AUTH, *_SK, *_DSN...; a URL with a password) are hidden unless
+    allowed. Resume an interrupted run with --resume --run NAME.
 
     Cases with a rubric are judged by the LLM at --judge-url; a judge's grades
     are advisory until it agrees with human labels (`replay label`,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
-from recorder import PLACEHOLDER, ConfigError, Redaction, Secrets
+from recorder import PLACEHOLDER, ConfigError, Redaction, Secrets, secret_named
 
 from ..agents import allowed_host
 from ..cases import check_name
@@ -27,7 +27,6 @@ from ._stored import (
     hide_settings,
     hide_url,
     secret_args,
-    secret_named,
     stored_server,
 )
 
@@ -230,8 +229,9 @@ class RunSpec:
 
         Secrets are what the run's cassettes scrub (``secrets``): URL credentials
         and secret query values of the LLM, judge, user and MCP server URLs,
-        ``agent.settings`` and MCP server variables named like secrets, values
-        following a secret-named option in an MCP server's command. Resuming the
+        ``agent.settings`` and MCP server variables that look like secrets, values
+        of secret options in an MCP server's command (``recorder.secret_named``:
+        by the name, or a URL with a password as the value). Resuming the
         run takes them again (``restored``). Allowed hosts are stored as ``host:port``.
         """
         stored = asdict(self)
@@ -256,9 +256,9 @@ class RunSpec:
         for url in urls:
             if url:
                 Redaction().redact_url(url, seen)
-        values = [str(v) for k, v in self.agent.settings.items() if secret_named(k)]
+        values = [str(v) for k, v in self.agent.settings.items() if secret_named(k, v)]
         for server in self.agent.mcp_servers.values():
-            values += [v for k, v in server.env.items() if secret_named(k)]
+            values += [v for k, v in server.env.items() if secret_named(k, v)]
             values += secret_args(server.command)
         names = [*self.agent.allow_env, *self.redaction.secret_env]
         values += [environ[name] for name in names if environ.get(name)]

@@ -11,10 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from recorder import PLACEHOLDER, Redaction
+from recorder import PLACEHOLDER, Redaction, secret_named
 
 from ..mcp import McpServer
-from ..surroundings import SECRET_WORDS
 
 
 def stored_server(server: McpServer) -> dict[str, Any]:
@@ -28,23 +27,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
-
-
-def secret_named(name: str) -> bool:
-    """Whether a setting, variable or option is named like a secret.
-
-    One of its words is ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD`` (or ``APIKEY``,
-    ``PASSWD``...).
-
-    Words, not substrings: ``api_key``, ``--auth-token``, ``githubToken`` are secrets;
-    ``max_tokens`` and ``keyword`` are not.
-    """
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    words = {w.upper() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w}
-    return bool(words & _SECRET_NAME_WORDS)
-
-
-_SECRET_NAME_WORDS = {*SECRET_WORDS, "APIKEY", "PASSWD", "PWD", "CREDENTIAL", "CREDENTIALS"}
 
 
 def hide_url(url: str | None) -> str | None:
@@ -68,8 +50,8 @@ _AUTHORITY = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#]*)(.*)", re.S)
 
 
 def hide_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings as stored: the values of secret-named keys replaced."""
-    return {k: PLACEHOLDER if secret_named(k) else v for k, v in settings.items()}
+    """Settings as stored: the values of secret-named keys, and URLs with a password, replaced."""
+    return {k: PLACEHOLDER if secret_named(k, v) else v for k, v in settings.items()}
 
 
 def hide_server(server: McpServer | Mapping[str, Any]) -> dict[str, Any]:
@@ -94,16 +76,21 @@ def _hidden_args(command: list[str]) -> list[str]:
 
 
 def _secret_options(command: Sequence[str]) -> list[tuple[int, str, bool]]:
-    """Each secret-named option's value: where it is, the value, and whether inline (``=``)."""
+    """Each secret option's value: where it is, the value, and whether inline (``=``).
+
+    A secret option is named like a secret or given a URL with a password
+    (``recorder.secret_named``).
+    """
     found = []
     for i, arg in enumerate(command):
         name, eq, value = arg.partition("=")
-        if not name.startswith("-") or not secret_named(name):
+        given = command[i + 1] if not eq and i + 1 < len(command) else ""
+        if not name.startswith("-"):
             continue
-        if eq and value:
+        if eq and value and secret_named(name, value):
             found.append((i, value, True))
-        elif not eq and i + 1 < len(command) and not command[i + 1].startswith("-"):
-            found.append((i + 1, command[i + 1], False))
+        elif given and not given.startswith("-") and secret_named(name, given):
+            found.append((i + 1, given, False))
     return found
 
 

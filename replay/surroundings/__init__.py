@@ -8,12 +8,11 @@ from ._faults import LLM_KINDS, Fault, FaultInjector, is_llm_request, parse_faul
 from ._llm_proxy import LlmProxy
 from ._loopback import LoopbackServer, stop_serving
 from ._player import ReplayedToolError, ToolPlayer
-from ._secrets import SECRET_WORDS, hidden_secrets
+from ._secrets import hidden_secrets
 from ._user import FrozenUser, LiveUser, UserChannel, UserSpec
 
 __all__ = [
     "LLM_KINDS",
-    "SECRET_WORDS",
     "Fault",
     "FaultInjector",
     "FrozenUser",

@@ -1,4 +1,9 @@
-"""Sandboxed trials do not see secrets: environment variables named like them are hidden."""
+"""Sandboxed trials do not see secrets: environment variables that look like them are hidden.
+
+What looks like a secret is the recorder's one rule (``recorder.secret_named``): by
+its name (``*_API_KEY``, ``STRIPE_SK``, ``SENTRY_DSN``...) or, for a URL, by a
+password in it (``DATABASE_URL=postgres://u:pw@h/db``).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+from recorder import secret_named
+
 _env_lock = threading.Lock()
 _env_users = 0
 _env_hidden: dict[str, str] = {}
@@ -15,7 +21,7 @@ _env_hidden: dict[str, str] = {}
 
 @contextlib.contextmanager
 def hidden_secrets(allow: Iterable[str] = ()) -> Iterator[None]:
-    """Hide environment variables named like secrets (*KEY*, *TOKEN*...) while inside.
+    """Hide environment variables that look like secrets (``recorder.secret_named``) while inside.
 
     Process-wide and reference-counted: concurrent sandbox trials share one
     hiding, restored when the last one leaves. ``allow`` names stay visible;
@@ -25,8 +31,8 @@ def hidden_secrets(allow: Iterable[str] = ()) -> Iterator[None]:
     allowed = set(allow)
     with _env_lock:
         if _env_users == 0:
-            for name in list(os.environ):
-                if name not in allowed and any(w in name.upper() for w in SECRET_WORDS):
+            for name, value in list(os.environ.items()):
+                if name not in allowed and secret_named(name, value):
                     _env_hidden[name] = os.environ.pop(name)
         _env_users += 1
     try:
