@@ -3,8 +3,10 @@
 Every ``ReplayError`` (and a bad option value) becomes ``error: <message>``
 on stderr and ``ExitCode.BAD_INPUT``, the settings it names (```agent.entry```) as
 the options that fill them (``--agent``); anything else is a bug and keeps its
-traceback. Each command parses its options, calls one public function of
-``replay`` and renders what it returns.
+traceback. The line is printed with its control characters shown escaped
+(``replay.plugins.printable``): a message may quote a case id or a file's content.
+Each command parses its options, calls one public function of ``replay`` and
+renders what it returns.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import click
 from recorder import ReplayError, __version__
 from replay import ExitCode
 
+from ..plugins import printable
 from . import (
     check_cases,
     diff,
@@ -45,10 +48,10 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ReplayError as exc:
-            click.echo(f"error: {flags(str(exc))}", err=True)
+            click.echo(f"error: {printable(flags(str(exc)))}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
         except click.UsageError as exc:  # a bad option value: one line too, not the usage block
-            click.echo(f"error: {exc.format_message()}", err=True)
+            click.echo(f"error: {printable(exc.format_message())}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
 
 

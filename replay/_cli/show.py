@@ -10,6 +10,7 @@ import click
 from recorder import read_cassette
 from replay import cassette_html
 
+from ..plugins import printable
 from ..results import write_whole
 from ..views import console, render_cassette, to_json
 
@@ -41,6 +42,7 @@ def show(cassette: Path, as_json: bool, bodies: bool, html_file: Path | None) ->
     else:
         render_cassette(data, console(), bodies=bodies)
     if data.footer is not None and data.footer.stopped is not None:
-        click.echo(f"warning: {data.path}: {data.footer.stopped.describe()}", err=True)
+        said = f"{data.path}: {data.footer.stopped.describe()}"
+        click.echo(f"warning: {printable(said)}", err=True)
     if data.truncation:
-        click.echo(f"warning: {data.path}: {data.truncation}", err=True)
+        click.echo(f"warning: {printable(f'{data.path}: {data.truncation}')}", err=True)

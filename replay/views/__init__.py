@@ -3,6 +3,7 @@
 Private: use what ``replay`` exports.
 """
 
+from ._console import console
 from ._html import cassette_html
 from ._judge_check import render_judge_check
 from ._labels import render_judge_agreement, render_label_agreement
@@ -11,7 +12,6 @@ from ._review import review_path
 from ._run_page import run_html
 from ._server import ViewServer, view
 from ._terminal import (
-    console,
     render_cassette,
     render_cassette_diff,
     render_report,

@@ -7,7 +7,6 @@ function of ``replay``, and renders what it returns with one of these.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from rich.console import Console
@@ -45,21 +44,8 @@ from ._transcript import (
 _SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
 
-OFF_TERMINAL_WIDTH = 400
-"""Columns of output that is not a terminal (a CI log, a pipe) unless ``COLUMNS`` says: wide
-enough that tables never cut an id to fit (a terminal's own width is used on a terminal)."""
-
-
 TRACEBACK_LINES = 20
 """Lines of an error's traceback ``replay show`` prints (its end: where it was raised)."""
-
-
-def console() -> Console:
-    """The console the commands print to."""
-    out = Console(highlight=False, soft_wrap=True)
-    if not out.is_terminal and "COLUMNS" not in os.environ:
-        out.width = OFF_TERMINAL_WIDTH
-    return out
 
 
 def _short(value: Any, limit: int = 300) -> str:
