@@ -9,15 +9,15 @@ Private: use what ``replay`` exports.
 
 from ._case import Case, CaseFileError, Expects, Scoring, Suite, ToolCallSpec, load_case
 from ._files import replacing, write_whole
-from ._names import NAME_CHARS, NAME_MAX_CHARS, check_name, inside, name_problem
+from ._names import NAME_MAX_BYTES, NAME_RULE, check_name, inside, name_problem
 from ._promote import Promoted, promote
 from ._solution import reference_for
 from ._yaml import MAX_CASE_BYTES, read_bounded
 
 __all__ = [
     "MAX_CASE_BYTES",
-    "NAME_CHARS",
-    "NAME_MAX_CHARS",
+    "NAME_MAX_BYTES",
+    "NAME_RULE",
     "Case",
     "CaseFileError",
     "Expects",

@@ -1,23 +1,25 @@
 r"""Names the harness makes file names of (case ids, run names): names, never paths.
 
-A name is 1 to ``NAME_MAX_CHARS`` characters of ``NAME_CHARS``, starting with a letter,
-a digit or ``_``, without ``..``: so no ``/`` or ``\\``, no NUL or control character,
-no hidden or option-like file name. Every path made from one is also checked to stay
-in its folder where it is written (``inside``), whatever made the name.
+A name is what ``NAME_RULE`` says: printable characters (any script, spaces inside,
+``<&"?#%`` too) but ``/`` and ``\``, not ``..``, at most ``NAME_MAX_BYTES``: so no
+path, no NUL, control or format character, no hidden or option-like file name, no
+name too long for a file. Every path made from one is also checked to stay in its
+folder where it is written (``inside``), whatever made the name.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from recorder import ConfigError
 
-NAME_MAX_CHARS = 128
-"""The longest name (a cassette's file name adds its trial index and suffixes to it)."""
-NAME_CHARS = "letters A-Z a-z, digits 0-9 and . _ - : @ +"
-"""What a name may hold, as messages say it."""
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:@+-]*")
+NAME_MAX_BYTES = 128
+"""The longest name, in bytes of UTF-8 (a cassette's file name adds its index and suffixes)."""
+NAME_RULE = (
+    f"printable characters but / and \\, at most {NAME_MAX_BYTES} bytes (UTF-8), not "
+    "starting with . - or a space, not ending with a space, without .."
+)
+"""What a name may be, as messages and the README say it."""
 _SHOWN = 60
 """Characters of a refused name a message quotes (a refused name may be huge)."""
 
@@ -26,14 +28,18 @@ def name_problem(value: object) -> str | None:
     """Why ``value`` is not a name (one line, the value quoted escaped), or None if it is."""
     if not isinstance(value, str):
         return f"must be a string, not {type(value).__name__}"
-    shown = repr(value[:_SHOWN]) + ("..." if len(value) > _SHOWN else "")
-    if _NAME.fullmatch(value) and ".." not in value and len(value) <= NAME_MAX_CHARS:
+    if (
+        value.isprintable()  # (no NUL, control or format character: U+202E included)
+        and not ({"/", "\\"} & set(value))
+        and ".." not in value
+        and value[:1] not in ("", ".", "-", " ")
+        and not value.endswith(" ")
+        and len(value.encode("utf-8", "surrogatepass")) <= NAME_MAX_BYTES
+    ):
         return None
+    shown = repr(value[:_SHOWN]) + ("..." if len(value) > _SHOWN else "")
     why = "is empty" if not value else f"{shown} is not a name"
-    return (
-        f"{why}: use 1 to {NAME_MAX_CHARS} {NAME_CHARS}, starting with a letter, digit "
-        "or _, without .. (a name, not a path)"
-    )
+    return f"{why}: use {NAME_RULE} (a name, not a path)"
 
 
 def check_name(value: str, field: str) -> str:

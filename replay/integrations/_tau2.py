@@ -16,7 +16,6 @@ changing nothing passes. Run them with ``--tools replay.tau2:<domain>_tools``.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,8 +84,8 @@ Imported = Tau2Import
 
 def _slug(text: str) -> str:
     """A task id as a name (``replay.cases.check_name``): in a case id and a file name."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]", "-", text).replace("..", "--")
-    return slug if re.match(r"[A-Za-z0-9_]", slug) else f"_{slug}"
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in text).replace("..", "--")
+    return f"_{slug}" if slug[:1] in ("", ".", "-") else slug
 
 
 def _case_yaml(domain: str, task: Any, actions: list[Any]) -> str:

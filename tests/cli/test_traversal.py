@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from replay import Store
-from replay.cases import NAME_CHARS
+from replay.cases import NAME_RULE
 from tests.helpers import REPO, replay
 
 CASSETTE = REPO / "cassettes" / "refund-4812.cassette"
@@ -33,7 +33,7 @@ def _files(root: Path) -> set[Path]:
 
 def _refused(err: str, given: str) -> None:
     assert err.count("\n") == 1 and err.startswith("error: ")
-    assert f"{given!r} is not a name" in err and NAME_CHARS in err, err
+    assert f"{given!r} is not a name" in err and NAME_RULE in err, err
 
 
 def test_a_case_id_that_is_a_path_is_refused(work: Path, tmp_path: Path) -> None:
