@@ -12,6 +12,9 @@ A store carries its version (``PRAGMA user_version``). A trial attribute is a
 field of the record and a line in ``MIGRATIONS``, which adds its column to
 stores of earlier versions when they are opened (and says what their trials
 hold there: NULL, so the field's default). Columns are only ever added.
+
+Tables are made and migrated inside the store's write transaction, which also sets
+the version (``Store._bring_up_to_date``): nothing here commits on its own.
 """
 
 from __future__ import annotations
@@ -204,7 +207,7 @@ GRADES = Layout(GradeRecord)
 
 
 def create_tables(db: sqlite_utils.Database) -> None:
-    """Make a new store's tables."""
+    """Make a new store's tables (in the caller's transaction)."""
     db["runs"].create(  # type: ignore[union-attr]
         {"name": str, "spec": str, "pins": str, "started": str, "finished": str, "golden": int},
         pk="name",
@@ -262,7 +265,7 @@ def create_judge_checks(db: sqlite_utils.Database) -> None:
 
 
 def upgrade(db: sqlite_utils.Database, version: int) -> None:
-    """Bring a store written by an earlier version up to date.
+    """Bring a store written by an earlier version up to date (in the caller's transaction).
 
     The columns ``MIGRATIONS`` names are added where missing (a trial stored before
     version 3 fired no guard; a label before version 5 is nobody's, ``""``, and its
@@ -286,11 +289,9 @@ def upgrade(db: sqlite_utils.Database, version: int) -> None:
         # Version 5 keys a label by its labeller too; the labels before it were nobody's.
         db.conn.execute("UPDATE labels SET labeller = '' WHERE labeller IS NULL")
         db["labels"].transform(pk=LABEL_KEY)  # type: ignore[union-attr]
-    if version >= 2:
-        return
-    with db.conn as conn:
-        _causes_from_grades(conn)
-        _pins_of_version_2(conn)
+    if version < 2:
+        _causes_from_grades(db.conn)
+        _pins_of_version_2(db.conn)
 
 
 def _causes_from_grades(conn: sqlite3.Connection) -> None:

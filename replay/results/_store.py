@@ -6,7 +6,8 @@ What goes in and comes out are records (``TrialRecord`` with its
 ``GradeRecord``s, ``RunRecord``, ``RunSummary``, ``LabelRecord``); how they
 are encoded is ``_schema``'s. The file carries its format version (``PRAGMA
 user_version``): an older store is brought up to date when opened (columns
-are only added), a newer one is refused.
+are only added), a newer one is refused. Any number of processes may write one
+store at once: every write holds the write lock from its start (``_sqlite``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from ._schema import (
     create_tables,
     upgrade,
 )
+from ._sqlite import BUSY_SECONDS, connect, is_busy, locked, transaction
 
 DEFAULT_PATH = Path(".replay") / "results.db"
 
@@ -90,28 +93,50 @@ class Store:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            # Another process (a run being resumed or read) may hold the write lock a moment.
-            self.db = sqlite_utils.Database(sqlite3.connect(self.path, timeout=30))
-            self.db.conn.execute("PRAGMA journal_mode = WAL")
-            # Each trial is one transaction: WAL + NORMAL keeps it atomic and survives a
-            # crash of the process (a power cut may lose the last trials: --resume reruns
-            # them); FULL would fsync every trial (~1.4 ms of the driver's time each).
-            self.db.conn.execute("PRAGMA synchronous = NORMAL")
-            tables = self.db.table_names()
-            version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
+            self.db = sqlite_utils.Database(connect(self.path))
+            made, version = self._version()
         except sqlite3.DatabaseError as exc:
+            if is_busy(exc):
+                raise locked(self.path) from None
             raise ConfigError(f"{self.path} is not a results store ({exc})") from None
-        if version > STORE_VERSION:
-            raise ConfigError(
-                f"{self.path} was written by a newer agent-replay (store version {version}; "
-                f"this one reads up to {STORE_VERSION}): upgrade agent-replay to read it"
-            )
-        if "runs" not in tables:
-            create_tables(self.db)
-        elif version < STORE_VERSION:
-            upgrade(self.db, version)
-        if version < STORE_VERSION:
-            self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
+        if not made or version < STORE_VERSION:
+            self._bring_up_to_date()
+        elif version > STORE_VERSION:
+            raise self._newer(version)
+
+    def _version(self) -> tuple[bool, int]:
+        """Whether the store's tables are made, and its version."""
+        made = "runs" in self.db.table_names()
+        return made, self.db.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def _newer(self, version: int) -> ConfigError:
+        return ConfigError(
+            f"{self.path} was written by a newer agent-replay (store version {version}; "
+            f"this one reads up to {STORE_VERSION}): upgrade agent-replay to read it"
+        )
+
+    def _bring_up_to_date(self) -> None:
+        """Make a new store's tables, or bring an older store's up to date: once.
+
+        Processes that open one store at once may all find it new (or old). The first
+        to take the write lock makes (or migrates) the tables and sets the version in
+        one transaction; each after it reads the version again under the lock and finds
+        nothing left to do, so none makes a table or adds a column twice.
+        """
+        with self._write():
+            made, version = self._version()
+            if version > STORE_VERSION:
+                raise self._newer(version)
+            if not made:
+                create_tables(self.db)
+            elif version < STORE_VERSION:
+                upgrade(self.db, version)
+            if not made or version < STORE_VERSION:
+                self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction that holds the store's write lock from its start."""
+        return transaction(self.db.conn, self.path)
 
     def _open_read_only(self) -> None:
         # A store in WAL mode needs its -shm file to be read. In a folder we may not write
@@ -123,11 +148,14 @@ class Store:
             queries.append("?mode=ro&immutable=1")
         for query in queries:
             try:
-                self.db = sqlite_utils.Database(sqlite3.connect(uri + query, uri=True, timeout=30))
+                conn = sqlite3.connect(uri + query, uri=True, timeout=BUSY_SECONDS)
+                self.db = sqlite_utils.Database(conn)
                 tables = self.db.table_names()
                 version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
                 break
             except sqlite3.OperationalError as exc:  # cannot open or read, not a wrong file
+                if is_busy(exc):
+                    raise locked(self.path) from None
                 failed = exc
             except sqlite3.DatabaseError as exc:
                 raise ConfigError(f"{self.path} is not a results store ({exc})") from None
@@ -151,14 +179,14 @@ class Store:
 
     def start_run(self, name: str, spec: dict[str, Any], pins: dict[str, Any]) -> None:
         """Record a new run; refuses a name already used (resume it instead)."""
-        if self.run(name) is not None:
-            raise ConfigError(
-                f"run {name!r} exists in {self.path}: finish it with "
-                f"`replay run --resume --run {name} --store {self.path}`, or name a new --run"
-            )
-        self.db["runs"].insert(  # type: ignore[union-attr]
-            {"name": name, "spec": json.dumps(spec), "pins": json.dumps(pins), "started": _now()}
-        )
+        with self._write():  # (two processes given one name: the second is refused)
+            if self.run(name) is not None:
+                raise ConfigError(
+                    f"run {name!r} exists in {self.path}: finish it with "
+                    f"`replay run --resume --run {name} --store {self.path}`, or name a new --run"
+                )
+            row = {"name": name, "spec": json.dumps(spec), "pins": json.dumps(pins)}
+            self.db["runs"].insert({**row, "started": _now()})  # type: ignore[union-attr]
 
     def run(self, name: str) -> RunRecord | None:
         """Return a run (its spec and pins decoded), or None."""
@@ -178,9 +206,9 @@ class Store:
         Raises:
             ConfigError: There is no such run.
         """
-        if self.run(name) is None:
-            raise ConfigError(f"no run {name!r} in {self.path}; see `replay runs`")
-        with self.db.conn as conn:
+        with self._write() as conn:
+            if self.run(name) is None:
+                raise ConfigError(f"no run {name!r} in {self.path}; see `replay runs`")
             conn.execute("UPDATE runs SET golden = ? WHERE name = ?", (int(golden), name))
 
     def golden_runs(self) -> list[str]:
@@ -223,10 +251,9 @@ class Store:
         Raises:
             ConfigError: There is no such run.
         """
-        if self.run(name) is None:
-            raise ConfigError(f"no run {name!r} in {self.path}")
-        conn = self.db.conn
-        with conn:
+        with self._write() as conn:
+            if self.run(name) is None:
+                raise ConfigError(f"no run {name!r} in {self.path}")
             removed = conn.execute("DELETE FROM trials WHERE run = ?", (name,)).rowcount
             conn.execute("DELETE FROM grades WHERE run = ?", (name,))
             conn.execute("DELETE FROM labels WHERE run = ?", (name,))
@@ -241,13 +268,12 @@ class Store:
     def add_trial(self, name: str, record: TrialRecord) -> None:
         """Store one trial of run ``name`` with its grades, atomically (replacing a stored one).
 
-        Plain SQL in one transaction: sqlite-utils' writers commit on their own.
+        Plain SQL in one transaction (the hot path: no sqlite-utils lookups).
         """
         trial = ["run", *TRIALS.columns]
         graded = [*KEY, *GRADES.columns]
         key = (name, record.case_id, record.idx)
-        conn = self.db.conn
-        with conn:
+        with self._write() as conn:
             conn.execute(
                 f"INSERT OR REPLACE INTO trials ({', '.join(trial)}) "
                 f"VALUES ({', '.join('?' for _ in trial)})",
@@ -262,7 +288,8 @@ class Store:
 
     def finish_run(self, name: str) -> None:
         """Mark a run finished."""
-        self.db["runs"].update(name, {"finished": _now()})  # type: ignore[union-attr]
+        with self._write():
+            self.db["runs"].update(name, {"finished": _now()})  # type: ignore[union-attr]
 
     def trials(self, name: str) -> list[TrialRecord]:
         """A run's trials, ordered by case and index, each with its grades."""
@@ -308,27 +335,27 @@ class Store:
         said = LABEL_VERDICTS.get(str(getattr(verdict, "value", verdict)))
         if said is None:
             raise ConfigError(f"a label is pass, fail or unsure, not {verdict!r}")
-        if not any(
-            self.db["trials"].rows_where(
-                "run = ? AND case_id = ? AND idx = ?", [name, case_id, idx], limit=1
+        with self._write() as conn:
+            if not conn.execute(
+                "SELECT 1 FROM trials WHERE run = ? AND case_id = ? AND idx = ?",
+                (name, case_id, idx),
+            ).fetchone():
+                raise ConfigError(
+                    f"run {name!r} has no trial {case_id}#{idx}; see `replay report {name}`"
+                )
+            self.db["labels"].upsert(  # type: ignore[union-attr]
+                {
+                    "run": name,
+                    "case_id": case_id,
+                    "idx": idx,
+                    "dimension": dimension,
+                    "verdict": said.value,
+                    "note": note,
+                    "labeled": _now(),
+                    "labeller": labeller,
+                },
+                pk=LABEL_KEY,
             )
-        ):
-            raise ConfigError(
-                f"run {name!r} has no trial {case_id}#{idx}; see `replay report {name}`"
-            )
-        self.db["labels"].upsert(  # type: ignore[union-attr]
-            {
-                "run": name,
-                "case_id": case_id,
-                "idx": idx,
-                "dimension": dimension,
-                "verdict": said.value,
-                "note": note,
-                "labeled": _now(),
-                "labeller": labeller,
-            },
-            pk=LABEL_KEY,
-        )
 
     def labels(self, name: str | None = None) -> list[LabelRecord]:
         """A run's human labels, or every run's."""
@@ -354,23 +381,24 @@ class Store:
         result: Mapping[str, Any],
     ) -> None:
         """Store a judge check for each rubric hash, replacing that judge's previous one."""
-        create_judge_checks(self.db)  # (a store made this version before the table)
         checked = _now()
-        self.db["judge_checks"].upsert_all(  # type: ignore[union-attr]
-            [
-                {
-                    "model": model,
-                    "rubric_hash": rubric_hash,
-                    "checked": checked,
-                    "passed": int(passed),
-                    "reason": reason,
-                    "runs": json.dumps(list(runs)),
-                    "result": json.dumps(dict(result)),
-                }
-                for rubric_hash in rubric_hashes
-            ],
-            pk=JUDGE_CHECK_KEY,
-        )
+        with self._write():
+            create_judge_checks(self.db)  # (a store made this version before the table)
+            self.db["judge_checks"].upsert_all(  # type: ignore[union-attr]
+                [
+                    {
+                        "model": model,
+                        "rubric_hash": rubric_hash,
+                        "checked": checked,
+                        "passed": int(passed),
+                        "reason": reason,
+                        "runs": json.dumps(list(runs)),
+                        "result": json.dumps(dict(result)),
+                    }
+                    for rubric_hash in rubric_hashes
+                ],
+                pk=JUDGE_CHECK_KEY,
+            )
 
     def judge_checks(self) -> dict[tuple[str, str], JudgeCheckRecord]:
         """Each (judge model, rubric hash)'s latest judge check."""
