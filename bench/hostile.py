@@ -17,8 +17,15 @@ timed, and a worker is replaced once its peak RSS passes the memory limit
 (peak RSS only grows, so a worker that stays under it kept every run under
 it); the limit is on the growth over the worker's warm state (``MEMORY_LIMIT_MB``).
 
-Run alone: ``python -m bench.hostile [--quick] [-n COUNT]`` (10,000 mutants;
-``--quick``: 500).
+First, unless ``-n`` is given, the bombs (``bench._bombs``): a cassette that
+inflates 1000 times (one 1 GiB value; 1,024 records of 1 MiB; bodies restored by
+delta) and a 50 MB case YAML, each refused in a fresh process, with the peak memory
+refusing added (at most ``BOMB_LIMIT_MB``, 256) and the seconds it took (the YAML:
+under 1 s).
+
+Run alone: ``python -m bench.hostile [--quick] [-n COUNT] [--bombs]`` (the bombs, then
+10,000 mutants; ``--quick``: 500; ``-n``: that many mutants, no bombs; ``--bombs``: only
+the bombs).
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from typing import Any
 import msgpack
 
 from recorder import _codec
+
+from . import _bombs
 
 REPO = Path(__file__).resolve().parent.parent
 ORIGINALS = sorted((REPO / "cassettes").rglob("*.cassette"))
@@ -528,17 +537,25 @@ def main(argv: list[str] | None = None) -> None:
     """Run the mutants and print the figures."""
     parser = argparse.ArgumentParser(prog="python -m bench.hostile", description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("-n", type=int, default=None)
+    parser.add_argument("-n", type=int, default=None, help="run this many mutants (no bombs)")
     parser.add_argument("--seed", type=int, default=None, help="run one mutant here, verbosely")
+    parser.add_argument("--bombs", action="store_true", help="refuse the bombs only (no mutants)")
     args = parser.parse_args(argv)
     if args.seed is not None:
         with tempfile.TemporaryDirectory() as tmp:
             for f in exercise(args.seed, mutant(args.seed), Path(tmp)):
                 print(f.step, f.what)
         return
-    result = run(quick=args.quick, n=args.n)
-    print(report(result))
-    if not ok(result):
+    fine = True
+    if args.n is None:
+        refusals = _bombs.run()
+        print(_bombs.report(refusals), flush=True)
+        fine = all(_bombs.ok(r) for r in refusals)
+    if not args.bombs:
+        result = run(quick=args.quick, n=args.n)
+        print(report(result))
+        fine = fine and ok(result)
+    if not fine:
         raise SystemExit(1)
 
 

@@ -11,11 +11,17 @@ One place for them, so the reader can refuse what later code cannot take:
 - Map keys are strings.
 - Decompression: a cassette's records, request bodies restored included,
   may take at most ``INFLATE_RATIO`` (1000) times the file's size and never
-  more than ``INFLATE_CAP`` (1 GiB). Measured cassettes take 4-8x inflated
-  and 10-25x with their request bodies restored; a conversation of n calls
-  restores to about 2n times its file (each call resends it), so 1000x
-  leaves room for 500-call conversations while a 6.7 KB file can no longer
-  become more than 6.7 MB. A body's own content encoding (gzip, deflate,
+  more than ``INFLATE_CAP`` (128 MiB); one record at most ``RECORD_CAP``
+  (32 MiB; a recording stops before writing a longer one). Measured cassettes
+  take 4-8x inflated and 10-25x with their request bodies restored; a
+  conversation of n calls restores to about 2n times its file (each call
+  resends it), so 1000x leaves room for 500-call conversations while a 6.7 KB
+  file can no longer become more than 6.7 MB. The caps bound memory, not only
+  the ratio: the reader inflates and decodes a step at a time and refuses at
+  the step that passes a cap, holding the records so far (at most 128 MiB;
+  10,000 LLM calls take about 105 MiB) and the record being read, whose bytes
+  msgpack holds in one buffer (copied once as it grows): a refused file costs
+  under 256 MB. A body's own content encoding (gzip, deflate,
   brotli) is undone, for showing, matching and scrubbing, to at most
   ``BODY_RATIO`` (100) times its size and ``BODY_CAP`` (32 MiB); a body
   beyond that is left encoded (and a recording stops before writing one).
@@ -32,7 +38,8 @@ import brotli
 
 MAX_DEPTH = 100
 INFLATE_RATIO = 1000
-INFLATE_CAP = 1 << 30
+INFLATE_CAP = 128 << 20
+RECORD_CAP = 32 << 20
 BODY_RATIO = 100
 BODY_CAP = 32 << 20
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1

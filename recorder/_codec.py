@@ -23,6 +23,7 @@ saving comes from (see bench/ and the README's design notes).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +93,8 @@ class Encoder:
         if record.get("kind") == "http":
             record, last = self._delta_encode(record)
         raw = msgpack.packb(record, use_bin_type=True)
+        if len(raw) > _bounds.RECORD_CAP:
+            raise ValueError(_too_long(0).replace("record 0 ", "the record ", 1))
         self._last_body = last
         framed = msgpack.packb(zlib.crc32(raw)) + raw
         return self._deflate.compress(framed) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
@@ -134,71 +137,27 @@ class Decoded:
     """Bytes of an incomplete last record (0 when the stream ends on a record boundary)."""
 
 
+STEP = 1 << 20
+"""Inflated bytes ``decode`` takes at a time: what it holds beyond its records is this much."""
+_FEED = 1 << 16  # compressed bytes given to the inflater at a time (its unconsumed rest is copied)
+
+
 def decode(data: bytes) -> Decoded:
     """Decode every complete record from a cassette's bytes.
 
+    The stream is inflated ``STEP`` bytes at a time and each record is built as its
+    bytes arrive, so what is held is the records so far and the one being read; a
+    file that decompresses past its limit (``_bounds.inflate_limit``), or a record
+    longer than ``_bounds.RECORD_CAP``, is refused at the step that passes it.
+
     Raises:
         DecodeError: The bytes do not start with the magic prefix, use an
-            unknown container, or are damaged (not merely cut short).
+            unknown container, are damaged (not merely cut short), or decompress
+            past the limit.
     """
-    if not data.startswith(MAGIC):
-        raise DecodeError("not a cassette (missing the agent-replay file signature)")
-    if len(data) <= len(MAGIC):
-        return Decoded(records=[], tail_bytes=0)
-    container = data[len(MAGIC)]
-    if container != CONTAINER_DEFLATE_MSGPACK:
-        raise DecodeError(f"unknown container type {container}; written by a newer agent-replay?")
-    inflate = zlib.decompressobj(-15)
-    limit = _bounds.inflate_limit(len(data))
-    try:
-        raw = inflate.decompress(data[len(PREAMBLE) :], limit)
-    except zlib.error as exc:
-        raise DecodeError(f"damaged compressed data ({exc})") from exc
-    if inflate.unconsumed_tail:
-        raise DecodeError(_too_big(len(data), limit))
-    if inflate.unused_data:
-        raise DecodeError(
-            f"{len(inflate.unused_data)} unexpected bytes after the end of the stream"
-        )
-    # max_buffer_size=0 lifts msgpack's size limits, which otherwise derive from the
-    # buffer and would call a long list cut short "too long" instead of truncated.
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
-    unpacker.feed(raw)
-    records: list[dict[str, Any]] = []
-    complete = 0
-    view = memoryview(raw)  # CRCs over slices of it copy nothing
-    last_body = b""
-    budget = limit - len(raw)  # what restored request bodies may add
-    try:
-        while True:
-            crc = unpacker.unpack()
-            start = unpacker.tell()
-            record = unpacker.unpack()
-            if not isinstance(crc, int) or not isinstance(record, dict):
-                raise DecodeError(f"record {len(records)} is not framed as a record")
-            if zlib.crc32(view[start : unpacker.tell()]) != crc:
-                raise DecodeError(f"record {len(records)} fails its checksum")
-            if record.get("kind") == "http":
-                body = (
-                    record.get("request", {}).get("body")
-                    if isinstance(record.get("request"), dict)
-                    else None
-                )
-                last_body = _delta_decode(record, last_body, len(records))
-                _check_encoded(record, len(records))
-                if isinstance(body, list):
-                    budget -= len(last_body)
-                    if budget < 0:
-                        raise DecodeError(_too_big(len(data), limit))
-            else:
-                _check(record, len(records))
-            records.append(record)
-            complete = unpacker.tell()
-    except msgpack.OutOfData:
-        pass
-    except (msgpack.UnpackException, ValueError, TypeError) as exc:
-        raise DecodeError(f"damaged record {len(records)} ({exc})") from exc
-    return Decoded(records=records, tail_bytes=len(raw) - complete)
+    stream = _Records(data, restore=True, step=STEP)
+    records = list(stream)
+    return Decoded(records=records, tail_bytes=stream.tail_bytes)
 
 
 def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
@@ -223,56 +182,128 @@ def decode_leading(data: bytes, count: int, chunk: int = 16_384) -> list[dict[st
     Raises:
         DecodeError: As ``decode``.
     """
-    if not data.startswith(MAGIC):
-        raise DecodeError("not a cassette (missing the agent-replay file signature)")
-    if len(data) <= len(MAGIC):
-        return []
-    if data[len(MAGIC)] != CONTAINER_DEFLATE_MSGPACK:
-        raise DecodeError(
-            f"unknown container type {data[len(MAGIC)]}; written by a newer agent-replay?"
-        )
-    inflate = zlib.decompressobj(-15)
-    raw = b""
-    rest = data[len(PREAMBLE) :]
-    limit = _bounds.inflate_limit(len(data))
-    while True:
-        if len(raw) > limit:
-            raise DecodeError(_too_big(len(data), limit))
-        try:
-            raw += inflate.decompress(rest, chunk)
-        except zlib.error as exc:
-            raise DecodeError(f"damaged compressed data ({exc})") from exc
-        rest = inflate.unconsumed_tail
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
-        unpacker.feed(raw)
-        records: list[dict[str, Any]] = []
-        try:
-            while len(records) < count:
-                crc = unpacker.unpack()
-                start = unpacker.tell()
-                record = unpacker.unpack()
-                index = len(records)
-                if not isinstance(crc, int) or not isinstance(record, dict):
-                    raise DecodeError(f"record {index} is not framed as a record")
-                if zlib.crc32(memoryview(raw)[start : unpacker.tell()]) != crc:
-                    raise DecodeError(f"record {index} fails its checksum")
-                if record.get("kind") != "http":
-                    _check(record, index)
-                records.append(record)
-            return records
-        except msgpack.OutOfData:
-            if not rest:
-                return records
-            # inflate more and start again: headers are a few hundred bytes
-        except (msgpack.UnpackException, ValueError, TypeError) as exc:
-            raise DecodeError(f"damaged record {len(records)} ({exc})") from exc
+    records: list[dict[str, Any]] = []
+    if count > 0:
+        for record in _Records(data, restore=False, step=chunk):
+            records.append(record)
+            if len(records) == count:
+                break
+    return records
+
+
+class _Records:
+    """The records of a cassette's bytes, inflated and unpacked ``step`` bytes at a time.
+
+    Iterating yields each complete record; ``tail_bytes`` then says how many bytes
+    of a cut last record were left. With ``restore``, HTTP request bodies stored
+    as deltas are restored and checked (``decode``); without, left as stored.
+    """
+
+    def __init__(self, data: bytes, *, restore: bool, step: int) -> None:
+        if not data.startswith(MAGIC):
+            raise DecodeError("not a cassette (missing the agent-replay file signature)")
+        if len(data) > len(MAGIC) and data[len(MAGIC)] != CONTAINER_DEFLATE_MSGPACK:
+            raise DecodeError(
+                f"unknown container type {data[len(MAGIC)]}; written by a newer agent-replay?"
+            )
+        self._data, self._restore, self._step = data, restore, step
+        self.limit = _bounds.inflate_limit(len(data))
+        self.tail_bytes = 0
+
+    def _pieces(self) -> Iterator[bytes]:
+        """The inflated stream, ``step`` bytes at most at a time, refused past the limit."""
+        inflate = zlib.decompressobj(-15)
+        body = memoryview(self._data)[len(PREAMBLE) :]
+        total, at = 0, 0
+        while at < len(body) and not inflate.eof:
+            rest: bytes | memoryview = body[at : at + _FEED]
+            at += _FEED
+            full = True
+            while rest or full:  # a full piece may leave output inside the inflater
+                try:
+                    piece = inflate.decompress(rest, self._step)
+                except zlib.error as exc:
+                    raise DecodeError(f"damaged compressed data ({exc})") from exc
+                rest, full = inflate.unconsumed_tail, len(piece) == self._step
+                total += len(piece)
+                if total > self.limit:
+                    raise DecodeError(_too_big(len(self._data), self.limit))
+                if piece:
+                    yield piece
+        extra = len(inflate.unused_data) + max(len(body) - at, 0)
+        if extra:
+            raise DecodeError(f"{extra} unexpected bytes after the end of the stream")
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        # msgpack's buffer holds the bytes of the record being read, which are checked to
+        # stay within RECORD_CAP before each feed: capping the buffer there keeps it from
+        # doubling past it. The lengths of lists and maps would otherwise derive from the
+        # buffer and call a long list cut short "too long" instead of truncated; one
+        # declaring more items than the limit has bytes is refused from its header
+        # (msgpack allocates for them before reading them).
+        unpacker = msgpack.Unpacker(
+            raw=False, strict_map_key=False, max_buffer_size=_bounds.RECORD_CAP,
+            max_array_len=self.limit, max_map_len=self.limit,
+        )  # fmt: skip
+        index, complete, fed, budget, last_body = 0, 0, 0, self.limit, b""
+        crc: Any = None  # the checksum of the record being read, once read
+        start = running = 0  # where that record starts; the CRC-32 of its bytes before ``at``
+        for piece in self._pieces():
+            if fed + len(piece) - complete > _bounds.RECORD_CAP:  # before msgpack buffers it
+                raise DecodeError(_too_long(index))
+            unpacker.feed(piece)
+            at, fed = fed, fed + len(piece)
+            budget -= len(piece)
+            view = memoryview(piece)  # CRCs over slices of it copy nothing
+            try:
+                while True:
+                    if crc is None:
+                        crc = unpacker.unpack()
+                        start, running = unpacker.tell(), 0
+                    record = unpacker.unpack()
+                    end = unpacker.tell()
+                    if not isinstance(crc, int) or not isinstance(record, dict):
+                        raise DecodeError(f"record {index} is not framed as a record")
+                    if zlib.crc32(view[max(start - at, 0) : end - at], running) != crc:
+                        raise DecodeError(f"record {index} fails its checksum")
+                    if self._restore and record.get("kind") == "http":
+                        restored, last_body = _restored(record, last_body, index)
+                        budget -= restored
+                        if budget < 0:
+                            raise DecodeError(_too_big(len(self._data), self.limit))
+                    elif record.get("kind") != "http":
+                        _check(record, index)
+                    crc, complete, index = None, end, index + 1
+                    yield record
+            except msgpack.OutOfData:
+                if crc is not None:  # a record under way: its bytes in this piece, folded in
+                    running = zlib.crc32(view[max(start - at, 0) :], running)
+            except (msgpack.UnpackException, ValueError, TypeError) as exc:
+                if "exceeds max_" in str(exc):
+                    raise DecodeError(_too_big(len(self._data), self.limit)) from None
+                raise DecodeError(f"damaged record {index} ({exc})") from exc
+        self.tail_bytes = fed - complete
+
+
+def _restored(record: dict[str, Any], last_body: bytes, index: int) -> tuple[int, bytes]:
+    """Restore an HTTP record's delta body and check it: (bytes it added, its body)."""
+    request = record.get("request")
+    stored = request.get("body") if isinstance(request, dict) else None
+    body = _delta_decode(record, last_body, index)
+    _check_encoded(record, index)
+    return (len(body) if isinstance(stored, list) else 0), body
 
 
 def _too_big(size: int, limit: int) -> str:
     return (
         f"decompresses to more than {limit:,} bytes, the limit for a {size:,}-byte file "
-        f"({_bounds.INFLATE_RATIO}x its size, at most {_bounds.INFLATE_CAP >> 30} GiB)"
+        f"({_bounds.INFLATE_RATIO}x its size, at most {_bounds.INFLATE_CAP >> 20} MiB)"
     )
+
+
+def _too_long(index: int) -> str:
+    cap = _bounds.RECORD_CAP >> 20
+    return f"record {index} is longer than {cap} MiB, the most one record may take"
 
 
 def _check(record: dict[str, Any], index: int) -> None:

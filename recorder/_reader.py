@@ -67,8 +67,10 @@ def read_cassette(path: str | Path) -> Cassette:
     nested more than 100 deep, a non-finite float, an integer beyond 64 bits
     or a non-string map key is refused, and so is a file that decompresses
     (request bodies restored included) to more than 1000 times its size or
-    1 GiB, or holds a gzip/deflate response inflating past 100 times its size
-    or 32 MiB (see ``recorder._bounds``).
+    128 MiB, a record longer than 32 MiB, or a gzip/deflate response inflating
+    past 100 times its size or 32 MiB (see ``recorder._bounds``). Decoding is
+    streamed: a refused file is refused at the step that passes a cap, having
+    held no more than the caps.
 
     Raises:
         CassetteNotFound: No file at ``path``.
