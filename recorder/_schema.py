@@ -238,8 +238,9 @@ class ViolationEvent(_Record):
     t: float
     action: str
     """``connect``, ``send`` (a datagram with an address), ``dns`` (a name looked up),
-    ``write`` (a file opened to write on a read-only mount), ``ptrace`` (a reach into
-    another process) or ``http`` (an in-process request to a host not allowed)."""
+    ``write`` (a file opened to write on a read-only mount), ``read`` (a host file the
+    sandbox does not have), ``ptrace`` (a reach into another process) or ``http`` (an
+    in-process request to a host not allowed)."""
     target: str
     """What it aimed at: ``host:port``, ``[v6]:port``, ``unix:/path``, ``pid N``, a URL."""
     via: str

@@ -160,8 +160,13 @@ OPTIONS: tuple[Flag, ...] = (
          type=click.FloatRange(min=0, min_open=True)),
     Flag(("--trial-memory",), "agent.memory_mb",
          "Megabytes an agent in a process of its own (--agent-cmd, or --isolation process) "
-         "may hold (resident, its processes together); past it, it is stopped and the trial is "
-         "an error (guard memory).", type=click.IntRange(min=1)),
+         "may hold (resident, its processes together; walled, with what it stores in its "
+         "private /tmp, /dev/shm...); past it, it is stopped and the trial is an error (guard "
+         "memory).", type=click.IntRange(min=1)),
+    Flag(("--trial-pids",), "agent.pids",
+         "Processes and threads a walled agent (--isolation process) may run at once; at "
+         "it, no more start, it is stopped and the trial is an error (guard pids).",
+         type=click.IntRange(min=2)),
     Flag(("--max-llm-tokens",), "agent.max_llm_tokens",
          "Input+output tokens (as the LLM reports them) a trial's LLM calls may use; past "
          "it, the trial is an error (guard llm_tokens) and its next LLM request is refused "

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..modes import Environment, load_callable
 from . import _forward, _seccomp
-from ._memory import resident_mb
+from ._memory import stored, usage
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -282,7 +282,7 @@ def _trial(
             for fd in (*ours, out_r, err_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            _seccomp.filtered(said_w, go_r)
+            _seccomp.filtered(said_w, go_r, request.get("tasks"))
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.environ.clear()
@@ -312,25 +312,33 @@ def _trial(
     reports.current = control
     os.write(go_w, b"g")
     os.close(go_w)
-    over: list[int] = []
-    limit = request.get("memory_mb")
-    if limit:
+    over: list[tuple[str, str]] = []
+    memory, tasks = request.get("memory_mb"), request.get("tasks")
+    done = threading.Event()
+    if memory or tasks:
+        private = request.get("hidden") or []
 
         def watch() -> None:
             while not done.is_set():
-                held = resident_mb(child)
-                if held > limit:
-                    over.append(held)
+                why = usage(child, private, memory).over(memory, tasks)
+                if why is not None:
+                    over.append(("pids" if "--trial-pids" in why else "memory", why))
                     with contextlib.suppress(OSError):
                         os.killpg(child, signal.SIGKILL)
                     return
                 done.wait(0.1)
 
-        done = threading.Event()
         threading.Thread(target=watch, daemon=True).start()
     status = os.waitpid(child, 0)[1]
-    if limit:
-        done.set()
+    done.set()
+    if memory and not over:  # (one that filled its /tmp and ended before a look: seen here)
+        full = stored(os.getpid(), request.get("hidden") or [])[1]
+        if full:
+            over.append(("memory", f"filled its {full}, its share of {memory} MB (--trial-memory)"))
+    if tasks and not over:  # (what it left running, its parent gone: the sandbox's init's now)
+        left = usage(1).tasks - usage(os.getpid()).tasks - 1
+        if left >= tasks - 1:
+            over.append(("pids", f"left {left} processes and threads, its limit (--trial-pids)"))
     _stop_the_rest()  # what it left running, in its group or not
     for drain in drains:
         drain.join(timeout=2)
@@ -341,7 +349,7 @@ def _trial(
             listener.shutdown(socket.SHUT_RDWR)
         listener.close()
     _empty(request.get("hidden") or ["/tmp"])
-    return {"code": os.waitstatus_to_exitcode(status), "memory": over[0] if over else None}
+    return {"code": os.waitstatus_to_exitcode(status), "over": over[0] if over else None}
 
 
 OUTPUT_CAP = 10 * 2**20

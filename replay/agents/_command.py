@@ -29,8 +29,9 @@ from recorder import ConfigError, ReplayError
 from ..mcp import SAFE_ENV
 from ..modes import Environment, LimitExceeded
 from . import _zygote
-from ._isolation import Walls, read_given
-from ._memory import resident_mb
+from ._bwrap import hidden_roots
+from ._isolation import Caps, Walls, read_given
+from ._memory import usage
 
 TIMEOUT_S = 600.0
 """Seconds the program may run before it is stopped and the trial is an error
@@ -57,7 +58,11 @@ class AgentCommand:
     processes and a read-only filesystem); ``none``: a plain child of the harness."""
     memory_mb: int | None = None
     """Megabytes its processes may hold together (resident, checked every 0.1 s:
-    ``--trial-memory``); past it, they are stopped and the trial is an error."""
+    ``--trial-memory``), walled with what it stores in its private ``/tmp``,
+    ``/dev/shm``...; past it, they are stopped and the trial is an error."""
+    tasks: int | None = None
+    """Processes and threads it may run at once, walled (``--trial-pids``); at it,
+    no more start, and the trial is an error."""
     writable: tuple[str, ...] = ()
     """Folders it may write inside the walls (besides its private ``/tmp``)."""
     extra: tuple[tuple[str, str], ...] = ()
@@ -69,6 +74,11 @@ class AgentCommand:
     """Variables of the harness's environment it is given (``--allow-env``); no other is."""
     own_deadline: ClassVar[bool] = True
     """It keeps its deadline itself (``replay.modes._guards``: not run under a second one)."""
+
+    @property
+    def caps(self) -> Caps:
+        """What it may hold walled: its memory and tasks."""
+        return Caps(self.memory_mb, self.tasks)
 
     @classmethod
     def parse(cls, line: str) -> AgentCommand:
@@ -98,7 +108,7 @@ class AgentCommand:
             shown = shlex.join(self.argv)
             done = _forked(
                 "-", instruction, env, self.allow_env, self.allow_hosts, self.timeout,
-                self.memory_mb, f"the agent command `{shown}`", self.argv,
+                self.caps, f"the agent command `{shown}`", self.argv,
             )  # fmt: skip
             if done.code != 0:
                 last = f": {done.said}" if done.said else ""
@@ -111,7 +121,11 @@ class AgentCommand:
         variables = env.variables() | dict(self.extra)
         rec = env._recording
         hosts = _ignored(rec)
-        walls_of = Walls(variables, self.writable, rec, hosts, self.allow_hosts) if walled else None
+        walls_of = (
+            Walls(variables, self.writable, rec, hosts, self.allow_hosts, caps=self.caps)
+            if walled
+            else None
+        )
         with walls_of if walls_of is not None else contextlib.nullcontext() as walls:
             return self._run(instruction, inherited | variables, walls)
 
@@ -128,11 +142,12 @@ class AgentCommand:
             )
         except OSError as exc:
             raise AgentCommandFailed(f"the agent command `{shown}` did not start: {exc}") from None
-        over: list[int] = []
-        if self.memory_mb is not None:
-            threading.Thread(
-                target=_watch, args=(process, self.memory_mb, over), daemon=True
-            ).start()
+        over: list[tuple[str, str]] = []
+        caps = self.caps if walls is not None else Caps(self.memory_mb)
+        if caps.memory_mb or caps.tasks:
+            private = hidden_roots() if walls is not None else []
+            watching = (process, caps, private, over)
+            threading.Thread(target=_watch, args=watching, daemon=True).start()
         out, err = _Drained(process.stdout), _Drained(process.stderr)
         threading.Thread(  # (in a thread: a program may never read its instruction)
             target=_give, args=(process.stdin, instruction.encode()), daemon=True
@@ -155,11 +170,8 @@ class AgentCommand:
                 guard="timeout",
             )
         if over:
-            raise LimitExceeded(
-                f"the agent command `{shown}` held {over[0]} MB, more than its "
-                f"{self.memory_mb} MB (--trial-memory), and was stopped",
-                guard="memory",
-            )
+            guard, why = over[0]
+            raise LimitExceeded(f"the agent command `{shown}` {why}, and was stopped", guard=guard)
         if process.returncode != 0:
             lines = [line for line in said.splitlines() if line.strip()]
             last = f": {lines[-1].strip()[:300]}" if lines else ""
@@ -205,12 +217,15 @@ class _Drained:
         return bytes(self._kept).decode("utf-8", "replace")
 
 
-def _watch(process: subprocess.Popen[str], limit_mb: int, over: list[int]) -> None:
-    """Stop ``process``'s session once its processes hold more than ``limit_mb`` together."""
+def _watch(
+    process: subprocess.Popen[str], caps: Caps, private: list[str], over: list[tuple[str, str]]
+) -> None:
+    """Stop ``process``'s session once its processes are past ``caps`` (``Usage.over``)."""
     while process.poll() is None:
-        held = resident_mb(process.pid)
-        if held > limit_mb:
-            over.append(held)
+        held = usage(process.pid, private, caps.memory_mb)
+        why = held.over(caps.memory_mb, caps.tasks)
+        if why is not None:
+            over.append(("pids" if "--trial-pids" in why else "memory", why))
             with contextlib.suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)
             return
@@ -242,8 +257,14 @@ class ChildAgent:
     memory_mb: int | None = None
     allow_hosts: tuple[tuple[str, int], ...] = ()
     allow_env: tuple[str, ...] = ()
+    tasks: int | None = None
     own_deadline: ClassVar[bool] = True
     """It keeps its deadline itself, as its child's ``AgentCommand``."""
+
+    @property
+    def caps(self) -> Caps:
+        """What it may hold walled: its memory and tasks."""
+        return Caps(self.memory_mb, self.tasks)
 
     def __call__(self, instruction: str, env: Environment) -> Any:
         """Run the agent in the child; return what it returned.
@@ -265,7 +286,7 @@ class ChildAgent:
         """Run it in a child forked from a zygote that imported it once (``_zygote``)."""
         done = _forked(
             self.entry, instruction, env, self.allow_env, self.allow_hosts, self.timeout,
-            self.memory_mb, f"the agent {self.entry}",
+            self.caps, f"the agent {self.entry}",
         )  # fmt: skip
         if done.outcome is None:
             last = f": {done.said}" if done.said else ""
@@ -285,6 +306,7 @@ class ChildAgent:
                 extra=(("REPLAY_ANSWER", answer),),
                 allow_hosts=self.allow_hosts,
                 allow_env=self.allow_env,
+                tasks=self.tasks,
             )(instruction, env)
             try:
                 outcome = json.loads(read_given(answer) or b"null")
@@ -310,7 +332,7 @@ def _forked(
     allow_env: tuple[str, ...],
     allow_hosts: tuple[tuple[str, int], ...],
     timeout: float,
-    memory_mb: int | None,
+    caps: Caps,
     named: str,
     program: tuple[str, ...] | None = None,
 ) -> _zygote.Finished:
@@ -319,13 +341,13 @@ def _forked(
     environ = {k: os.environ[k] for k in names if k in os.environ}
     rec = env._recording
     try:
-        key, zygote = _zygote.take(entry, environ, program or ())
+        key, zygote = _zygote.take(entry, environ, program or (), caps)
     except _zygote.ZygoteFailed as exc:
         raise AgentCommandFailed(str(exc)) from None
     try:
         return zygote.run(
             instruction, env.variables(), rec, sorted(_ignored(rec)), allow_hosts, timeout,
-            memory_mb, program,
+            program,
         )  # fmt: skip
     except _zygote.ZygoteFailed as exc:
         if exc.guard is not None:

@@ -6,9 +6,10 @@ there), standard library alone: for each ``PORT=SOCKET`` it listens on
 (bound into the sandbox; the harness's bridge on the other side reaches the
 endpoint at the same port on its own loopback), so the addresses in the
 agent's environment work unchanged and nothing else is reachable. Then it
-runs ``PROGRAM`` with its stdio and exits with its code; with ``--control
-SOCKET``, under the seccomp filter that shows the harness every attempt to
-reach anything else (``_seccomp``, ``watched``).
+runs ``PROGRAM`` with its stdio, as the agent's user (``_seccomp.unprivileged``:
+no capability, at most ``--tasks`` processes), and exits with its code; with
+``--control SOCKET``, under the seccomp filter that shows the harness every
+attempt to reach anything else (``_seccomp``, ``watched``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import socket
 import sys
 import threading
+from typing import Any
 
 
 def pipe(source: socket.socket, sink: socket.socket) -> None:
@@ -135,16 +137,8 @@ def question(query: bytes) -> tuple[str, int] | None:
     return (".".join(labels)[:1024], end) if end <= len(query) else None
 
 
-def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
-    """Fork ``program``'s process under the seccomp filter, its listener handed to ``control``.
-
-    The filter is installed in the child, between ``fork`` and ``exec``; this
-    process (unfiltered) takes a copy of its listener and sends it over the
-    Unix socket ``control`` to the harness's supervisor (``_seccomp``), or a
-    line saying why there is none. Returns the child's pid, the pipe to write
-    one byte to when it may run the program, and the connection (kept open:
-    the names looked up are reported there, ``answer_dns``).
-    """
+def _seccomp() -> Any:
+    """``_seccomp.py``, loaded by its path (the forwarder imports nothing of the harness)."""
     spec = importlib.util.spec_from_file_location(
         "_seccomp", os.path.join(os.path.dirname(__file__), "_seccomp.py")
     )
@@ -152,18 +146,30 @@ def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
     assert spec.loader is not None
     seccomp = sys.modules["_seccomp"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(seccomp)
+    return seccomp
+
+
+def watched(
+    program: list[str], control: str, tasks: int | None = None
+) -> tuple[int, int, socket.socket]:
+    """Fork ``program``'s process under the seccomp filter, its listener handed to ``control``.
+
+    The agent's user is made and the filter installed in the child, between
+    ``fork`` and ``exec`` (``_seccomp.filtered``); this process (unfiltered) takes
+    a copy of its listener and sends it over the Unix socket ``control`` to the
+    harness's supervisor, or a line saying why there is none. Returns the child's
+    pid, the pipe to write one byte to when it may run the program, and the
+    connection (kept open: the names looked up are reported there, ``answer_dns``).
+    """
+    seccomp = _seccomp()
     said_r, said_w = os.pipe()
     go_r, go_w = os.pipe()
     child = os.fork()
     if child == 0:  # (no thread runs yet: fork is safe)
         os.close(said_r)
         os.close(go_w)
-        seccomp.filtered(said_w, go_r)
-        try:
-            os.execvp(program[0], program)
-        except OSError as exc:
-            print(f"the agent command did not start: {exc}", file=sys.stderr)
-        os._exit(127)
+        seccomp.filtered(said_w, go_r, tasks)
+        _exec(program)
     os.close(said_w)
     os.close(go_r)
     conn = socket.socket(socket.AF_UNIX)
@@ -172,14 +178,49 @@ def watched(program: list[str], control: str) -> tuple[int, int, socket.socket]:
     return child, go_w, conn
 
 
+def unwatched(program: list[str], tasks: int | None = None) -> tuple[int, int]:
+    """Fork ``program``'s process as the agent's user, with no filter (none asked for).
+
+    Returns its pid and the pipe to write one byte to when it may run the program.
+    """
+    seccomp = _seccomp()
+    go_r, go_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(go_w)
+        try:
+            seccomp.unprivileged(tasks)
+        except OSError as exc:
+            print(f"the agent's user could not be made: {exc}", file=sys.stderr)
+            os._exit(126)
+        if not os.read(go_r, 1):
+            os._exit(127)
+        os.close(go_r)
+        _exec(program)
+    os.close(go_r)
+    return child, go_w
+
+
+def _exec(program: list[str]) -> None:
+    try:
+        os.execvp(program[0], program)
+    except OSError as exc:
+        print(f"the agent command did not start: {exc}", file=sys.stderr)
+    os._exit(127)
+
+
 def main(argv: list[str]) -> int:
     """Listen, then run the program."""
-    control = None
-    if argv[:1] == ["--control"]:
-        control, argv = argv[1], argv[2:]
+    control, tasks = None, None
+    while argv[:1] in (["--control"], ["--tasks"]):
+        if argv[0] == "--control":
+            control = argv[1]
+        else:
+            tasks = int(argv[1])
+        argv = argv[2:]
     if "--" not in argv:
         print(
-            "usage: python _forward.py [--control SOCKET] [ADDRESS:]PORT=SOCKET ... "
+            "usage: python _forward.py [--control SOCKET] [--tasks N] [ADDRESS:]PORT=SOCKET ... "
             "[--name=NAME=ADDRESS ...] -- PROGRAM ARGS",
             file=sys.stderr,
         )
@@ -188,9 +229,10 @@ def main(argv: list[str]) -> int:
     pairs, names = split_forwards(argv[:cut])
     program = argv[cut + 1 :]
     # Forked before any listener or thread: the program inherits neither.
-    child, go = 0, -1
-    if control is not None:
-        child, go, report = watched(program, control)
+    if control is None:
+        child, go = unwatched(program, tasks)
+    else:
+        child, go, report = watched(program, control, tasks)
         resolver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             resolver.bind(("127.0.0.1", 53))  # (the one capability the walls leave us)
@@ -199,15 +241,8 @@ def main(argv: list[str]) -> int:
             report.sendall(f"unavailable: no resolver to see names looked up ({exc})\n".encode())
     for pair in pairs:
         forward(pair)
-    if go >= 0:
-        os.write(go, b"g")
-        os.close(go)
-    else:
-        try:  # (posix_spawn, not subprocess: its import alone is most of this script's start-up)
-            child = os.posix_spawnp(program[0], program, os.environ)
-        except OSError as exc:
-            print(f"the agent command did not start: {exc}", file=sys.stderr)
-            return 127
+    os.write(go, b"g")
+    os.close(go)
     return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 
 

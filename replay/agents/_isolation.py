@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -74,6 +75,20 @@ NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
 (hidden inside all the same); the lookup that follows is."""
 
 
+@dataclass(frozen=True)
+class Caps:
+    """What a walled trial may hold: ``--trial-memory`` and ``--trial-pids``.
+
+    Attributes:
+        memory_mb: Megabytes its processes hold and its private tmpfs store, together
+            (``_bwrap.tmpfs_sizes``: the tmpfs add up to it); None: no cap.
+        tasks: Processes and threads it may have at once; None: no limit.
+    """
+
+    memory_mb: int | None = None
+    tasks: int | None = None
+
+
 class Walls:
     """The walls around one run of an agent program, given its environment.
 
@@ -90,6 +105,7 @@ class Walls:
         ignored_hosts: Iterable[str] = (),
         allow: Sequence[tuple[str, int]] = (),
         root: str | None = None,
+        caps: Caps | None = None,
     ) -> None:
         # The endpoints' variables alone: a --set value naming a port is no endpoint.
         text = " ".join(v for k, v in variables.items() if k.startswith(ENDPOINTS))
@@ -99,6 +115,7 @@ class Walls:
         self._sockets = frozenset(sockets) | frozenset(NSCD)
         self._sink = sink
         self._root = root
+        self._caps = caps or Caps()
         self._ignored = frozenset(h.lower() for h in ignored_hosts)
         # Allowed hosts: a loopback port of the harness's is bridged as the endpoints are; a
         # name gets an address of its own inside (the resolver answers it), bridged to the name.
@@ -224,16 +241,17 @@ class Walls:
     def argv(self, program: Sequence[str]) -> list[str]:
         """``program`` inside the walls (its working directory: this one, read-only)."""
         watched = self._control is not None
-        if watched:
-            write_names(self._names_dir, self._names)
+        write_names(self._names_dir, self._names)
         forwards = self.forwards()
         if watched:
             forwards[:0] = ["--control", self.control]
-        names = self._names_dir if watched else None
-        return [
-            *sandbox_argv(program, [self._dir, *self._binds], names),
-            sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program,
-        ]  # fmt: skip
+        if self._caps.tasks:
+            forwards[:0] = ["--tasks", str(self._caps.tasks)]
+        sandbox = sandbox_argv(
+            program, [self._dir, *self._binds], self._names_dir, watched,
+            memory_mb=self._caps.memory_mb,
+        )  # fmt: skip
+        return [*sandbox, sys.executable, "-I", "-S", FORWARD, *forwards, "--", *program]
 
     @property
     def folder(self) -> str:

@@ -26,9 +26,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import resource
 import socket
 import struct
 
+AGENT_UID = 1000
+"""The agent's uid inside (``_bwrap.AGENT_UID``: this file loads alone, with no import)."""
 _ALLOW, _NOTIFY, _ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
 _KILL_PROCESS = 0x80000000
 _LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -38,8 +41,13 @@ _NEW_LISTENER = 1 << 3
 _NO_NEW_PRIVS = 38
 _RECV, _SEND, _ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 _CONTINUE = 1
+_NAMESPACES = 0x7E020080
+"""``CLONE_NEWNS``, ``NEWCGROUP``, ``NEWUTS``, ``NEWIPC``, ``NEWUSER``, ``NEWPID``, ``NEWNET``,
+``NEWTIME``: refused to ``unshare`` and ``clone`` (``NEWTIME`` is ``unshare``'s alone)."""
+_NEW_USER = 0x10000000
+_SET_DUMPABLE = 4
 _AT_FDCWD = -100
-_ERRORS = {"ptrace": errno.EPERM, "write": errno.EROFS}
+_ERRORS = {"ptrace": errno.EPERM, "write": errno.EROFS, "read": errno.ENOENT}
 """What a refused call returns, by action (else ``EACCES``)."""
 
 
@@ -57,7 +65,7 @@ _ARCHES = {
             "connect": 42, "sendto": 44, "sendmsg": 46, "sendmmsg": 307, "ptrace": 101,
             "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
             "io_uring_setup": 425, "seccomp": 317, "open": 2, "creat": 85, "openat": 257,
-            "openat2": 437,
+            "openat2": 437, "unshare": 272, "clone": 56, "clone3": 435, "setns": 308,
         },
         x32=True,
     ),
@@ -67,6 +75,7 @@ _ARCHES = {
             "connect": 203, "sendto": 206, "sendmsg": 211, "sendmmsg": 269, "ptrace": 117,
             "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
             "io_uring_setup": 425, "seccomp": 277, "openat": 56, "openat2": 437,
+            "unshare": 97, "clone": 220, "clone3": 435, "setns": 268,
         },
     ),
 }  # fmt: skip
@@ -101,26 +110,30 @@ def _program(arch: _Arch) -> bytes:
     if arch.x32:  # the x32 calls of x86_64 would go around every number below
         op(_JGE, 0x40000000, "eperm", 0)
     op(_JEQ, n["io_uring_setup"], "enosys", 0)
+    op(_JEQ, n["clone3"], "enosys", 0)  # (its flags are out of reach: libc falls back to clone)
+    op(_JEQ, n["setns"], "eperm", 0)
+    op(_JEQ, n["unshare"], "unshare", 0)
+    op(_JEQ, n["clone"], "clone", 0)
     trapped = ["connect", "sendmsg", "sendmmsg", *_REACHING, "creat", "openat2"]
     for name in trapped:
         if name in n:
             op(_JEQ, n[name], "notify", 0)
     op(_JEQ, n["sendto"], "sendto", 0)
-    op(_JEQ, n["openat"], "openat", 0)
+    op(_JEQ, n["openat"], "notify", 0)
     if "open" in n:
-        op(_JEQ, n["open"], "open", 0)
+        op(_JEQ, n["open"], "notify", 0)
     op(_RET, _ALLOW)
     here("sendto")  # args[4], the address: none (a connected socket's send) is allowed
     op(_LD_ABS_W, 16 + 8 * 4)
     op(_JEQ, 0, 0, "notify")
     op(_LD_ABS_W, 16 + 8 * 4 + 4)
     op(_JEQ, 0, "allow", "notify")
-    here("openat")  # its flags: opened to read only, it may go on
-    op(_LD_ABS_W, 16 + 8 * 2)
-    op(_JSET, _WRITES, "notify", "allow")
-    here("open")
-    op(_LD_ABS_W, 16 + 8 * 1)
-    op(_JSET, _WRITES, "notify", "allow")
+    here("unshare")  # no namespace of its own (a user's would give it back capabilities)
+    op(_LD_ABS_W, 16)
+    op(_JSET, _NAMESPACES, "eperm", "allow")
+    here("clone")
+    op(_LD_ABS_W, 16)
+    op(_JSET, _NAMESPACES & ~0xFF, "eperm", "allow")
     here("notify")
     op(_RET, _NOTIFY)
     here("allow")
@@ -141,6 +154,34 @@ def _program(arch: _Arch) -> bytes:
 
     out = [(kind, offset(i, jt), offset(i, jf), k) for i, (kind, jt, jf, k) in enumerate(code)]
     return b"".join(struct.pack("HBBI", *c) for c in out)
+
+
+def unprivileged(tasks: int | None = None) -> None:
+    """Become the agent's user: ``AGENT_UID`` in a user namespace of its own, no capability.
+
+    Before ``install``, in the process that runs the agent. Its files (``/tmp``...)
+    are its own there; with ``tasks``, it and what it starts may number that many
+    processes and threads at once (``RLIMIT_NPROC``, counted in its namespace alone:
+    this trial's). Dumpable again, for the supervisor and the forwarder to reach it.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_NEW_USER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{AGENT_UID} {uid} 1"),
+        ("gid_map", f"{AGENT_UID} {gid} 1"),
+    ):
+        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+    if tasks:  # (after: the namespace's own ceiling stays its maker's, the count is its own)
+        resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+    if libc.prctl(_SET_DUMPABLE, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
 
 
 def install() -> int:
@@ -178,13 +219,22 @@ def install() -> int:
     return int(fd)
 
 
-def filtered(said: int, go: int) -> None:
-    """In a forked child, before it runs the agent: the filter, handed over (``handed``).
+def filtered(said: int, go: int, tasks: int | None = None) -> None:
+    """In a forked child, before it runs the agent: its user, the filter handed over.
 
-    Installs the filter, writes its listener's fd number (or why there is none)
-    to the pipe ``said``, and waits for a byte on ``go``: the parent has handed
-    the listener on. A parent gone first ends the child (nothing runs unwatched).
+    Becomes the agent's user (``unprivileged``, at most ``tasks`` processes; if it
+    cannot, nothing runs), installs the filter, writes its listener's fd number (or
+    why there is none) to the pipe ``said``, and waits for a byte on ``go``: the
+    parent has handed the listener on. A parent gone first ends the child (nothing
+    runs unwatched).
     """
+    try:
+        unprivileged(tasks)
+    except OSError as exc:
+        why = f"the agent's user could not be made: {exc}"
+        os.write(said, f"-1 {why}".encode()[:400])
+        os.write(2, f"{why}\n".encode())
+        os._exit(126)
     try:
         fd = install()
         os.write(said, str(fd).encode())

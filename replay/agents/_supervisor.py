@@ -36,9 +36,10 @@ class Attempt:
 
     Attributes:
         action: ``connect``, ``send`` (a datagram with an address), ``ptrace``
-            (any reach into another process) or ``write`` (a file opened to write).
+            (any reach into another process), ``write`` (a file opened to write where
+            it may not) or ``read`` (a host file the sandbox does not have).
         family: ``inet``, ``inet6``, ``unix``, ``netlink``, ``unspec`` or ``other``;
-            ``process`` for ``ptrace``, ``file`` for ``write``.
+            ``process`` for ``ptrace``, ``file`` for ``write`` and ``read``.
         host: The address (an IP, a socket path, ``@name`` for an abstract socket,
             a process id for ``ptrace``).
         port: The port, for ``inet``/``inet6``.
@@ -115,6 +116,28 @@ def _writable(pid: int, path: str) -> bool:
         if inside and len(point) >= len(best):
             best, options = point, fields[5]
     return "ro" not in options.split(",")
+
+
+_OWN = ("/proc", "/dev", "/sys")
+"""The sandbox's own (or the host's, shown whole): never a host file it reaches for."""
+
+
+def _host_only(pid: int, path: str) -> bool:
+    """Whether ``path`` is a file of the host's that process ``pid``'s sandbox does not have."""
+    if path == "/" or any(path == p or path.startswith(p + "/") for p in _OWN):
+        return False
+    return _inside(pid, path) is False and os.path.lexists(path)
+
+
+def _inside(pid: int, path: str) -> bool | None:
+    """Whether process ``pid``'s sandbox has ``path`` (None: it cannot be told)."""
+    try:
+        os.lstat(f"/proc/{pid}/root{path}")
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None  # (not a folder on the way, gone: nothing to tell)
 
 
 class Supervisor:
@@ -212,7 +235,7 @@ class Supervisor:
                     return os.pread(mem.fileno(), size, address) if address else b""
 
                 if name in ("open", "creat", "openat", "openat2"):
-                    return self._written(pid, name, args, read)
+                    return self._opened(pid, name, args, read)
                 if name == "connect":
                     return [self._attempt("connect", read(args[1], min(args[2], 128)))]
                 if name == "sendto":
@@ -230,15 +253,22 @@ class Supervisor:
             return [Attempt("connect", "other", "an address that could not be read")]
 
     @staticmethod
-    def _written(
+    def _opened(
         pid: int, name: str, args: tuple[int, ...], read: Callable[[int, int], bytes]
     ) -> list[Attempt]:
-        """The file an open for writing aims at (none: it reads, or cannot be told)."""
+        """The host file an open reaches for (none: one the sandbox has, or none at all).
+
+        A write to a read-only mount (the walls' own files), or any open of a path
+        the sandbox does not have but the host does (the store, ``/etc/shadow``,
+        another trial's ``/tmp``): a path absent from both is only a missing file.
+        """
         at_dir = name in ("openat", "openat2")
         if name == "openat2":  # its flags are the first field of its struct open_how
             (flags,) = struct.unpack("Q", read(args[2], 8).ljust(8, b"\0"))
-            if not flags & _WRITES:
-                return []
+        elif name == "creat":
+            flags = os.O_WRONLY
+        else:
+            flags = args[2] if at_dir else args[1]
         raw = read(args[1] if at_dir else args[0], 4096).split(b"\0", 1)[0]
         path = raw.decode("utf-8", "replace")
         if not path.startswith("/"):
@@ -253,7 +283,12 @@ class Supervisor:
                 return []  # (a folder the harness cannot name: the walls hold all the same)
             path = os.path.join(where, path)
         path = os.path.normpath(path)
-        return [] if _writable(pid, path) else [Attempt("write", "file", path)]
+        action = "write" if flags & _WRITES else "read"
+        if action == "write" and not _writable(pid, path):
+            return [Attempt("write", "file", path)]
+        if flags & os.O_CREAT and _inside(pid, os.path.dirname(path)):
+            return []  # a file of its own made (even where the host has one of that name)
+        return [Attempt(action, "file", path)] if _host_only(pid, path) else []
 
     @staticmethod
     def _attempt(action: str, raw: bytes) -> Attempt:

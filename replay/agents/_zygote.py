@@ -49,8 +49,15 @@ from typing import Any
 from recorder import ReplayError
 
 from . import _seccomp
-from ._bwrap import hidden_roots, sandbox_argv, write_names
-from ._isolation import Sink, Walls, read_given
+from ._bwrap import (
+    hidden_roots,
+    python_paths,
+    sandbox_argv,
+    shown_paths,
+    visible,
+    write_names,
+)
+from ._isolation import Caps, Sink, Walls, read_given
 
 READY_S = 120.0
 """Seconds a zygote may take to import its agent."""
@@ -103,7 +110,13 @@ class _Quiet:
 class Zygote:
     """One walled process with ``entry`` imported, forking a child per trial."""
 
-    def __init__(self, entry: str, environ: Mapping[str, str], shown: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        entry: str,
+        environ: Mapping[str, str],
+        shown: Sequence[str] = (),
+        caps: Caps | None = None,
+    ) -> None:
         self.environ = dict(environ)
         """What it was started with (``PATH``, ``HOME``, what ``--allow-env`` allows):
         each trial's child gets it too, under the trial's variables."""
@@ -119,11 +132,18 @@ class Zygote:
         listener = socket.socket(socket.AF_UNIX)
         listener.bind(path)
         listener.listen(1)
-        # It imports the agent as the harness would: from this process's import path (each
-        # folder shown inside, read-only), which holds the working directory.
+        self.caps = caps or Caps()
+        # It imports the agent as the harness would, from this process's import path; what
+        # is shown of it: the agent's own package (or a program's paths), the interpreter's.
+        code = python_paths(entry) if entry != "-" else []
+        given = shown_paths(list(shown) or [sys.executable], code)
         here = [p for p in dict.fromkeys([os.getcwd(), *sys.path]) if p and os.path.isdir(p)]
+        here = [p for p in here if visible(p, given)]  # (a folder it lacks: looked for, a reach)
         program = [sys.executable, "-m", "replay.agents._child", "--serve", path, entry, *here]
-        program += ["--", *shown] if shown else []  # (a program's paths, shown inside)
+        sandbox = sandbox_argv(
+            list(shown) or [sys.executable], [self.rw], self._names, True, code,
+            self.caps.memory_mb,
+        )  # fmt: skip
         self._log = open(os.path.join(self.dir, "zygote.log"), "wb")  # noqa: SIM115
         try:
             # Started from a thread that lives as long as this process: bwrap's
@@ -131,7 +151,7 @@ class Zygote:
             # thread ends with its run while its zygote waits in the pool.
             self._process = _SPAWNER.submit(
                 subprocess.Popen,
-                [*sandbox_argv(program, [self.rw], self._names), *program],
+                [*sandbox, *program],
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=self._log,
@@ -188,14 +208,13 @@ class Zygote:
         ignored: Sequence[str],
         allow: Sequence[tuple[str, int]],
         timeout: float,
-        memory_mb: int | None,
         program: Sequence[str] | None = None,
     ) -> Finished:
         """Run one trial: the zygote's agent, or ``program`` (instruction on its stdin).
 
         Raises:
-            ZygoteFailed: It ran past ``timeout`` (the zygote is stopped), held more
-                than ``memory_mb``, or the zygote failed.
+            ZygoteFailed: It ran past ``timeout`` (the zygote is stopped), went past
+                its ``caps``, or the zygote failed.
         """
         walls = Walls(variables, (), sink or _Quiet(), ignored, allow, root=self.rw)
         with walls:
@@ -217,7 +236,8 @@ class Zygote:
                 "stdin": stdin,
                 "stdout": stdout,
                 "stderr": stderr,
-                "memory_mb": memory_mb,
+                "memory_mb": self.caps.memory_mb,
+                "tasks": self.caps.tasks,
                 "hidden": hidden_roots(),
             }
             started = time.monotonic()
@@ -237,12 +257,9 @@ class Zygote:
             said = _text(stderr)
             lines = [line for line in said[-65536:].splitlines() if line.strip()]
             said = lines[-1].strip()[:300] if lines else ""
-            if reply.get("memory"):
-                raise ZygoteFailed(
-                    f"held {reply['memory']} MB, more than its {memory_mb} MB (--trial-memory), "
-                    "and was stopped",
-                    "memory",
-                )
+            if reply.get("over"):
+                guard, why = reply["over"]
+                raise ZygoteFailed(f"{why}, and was stopped", str(guard))
             outcome = None
             with contextlib.suppress(ValueError):
                 told = json.loads(read_given(answer) or b"null")
@@ -277,10 +294,11 @@ def supported() -> bool:
 
 
 def take(
-    entry: str, environ: Mapping[str, str], shown: Sequence[str] = ()
+    entry: str, environ: Mapping[str, str], shown: Sequence[str] = (), caps: Caps | None = None
 ) -> tuple[tuple[Any, ...], Zygote]:
     """An idle zygote of ``entry`` (``-``: for programs, ``shown`` their command lines)."""
-    key = (entry, os.getcwd(), tuple(sys.path), tuple(sorted(environ.items())), tuple(shown))
+    caps = caps or Caps()
+    key = (entry, os.getcwd(), tuple(sys.path), tuple(sorted(environ.items())), tuple(shown), caps)
     with _LOCK:
         idle = _POOL.setdefault(key, [])
         while idle:
@@ -288,7 +306,7 @@ def take(
             if zygote.alive:
                 return key, zygote
             zygote.close()
-    made = Zygote(entry, environ, shown)
+    made = Zygote(entry, environ, shown, caps)
     with _LOCK:
         _ALL.add(made)
     return key, made

@@ -65,6 +65,8 @@ class Guard(str, enum.Enum):
     """The agent ran past its deadline (``--trial-timeout``)."""
     MEMORY = "memory"
     """An agent in a process of its own used more memory than allowed (``--trial-memory``)."""
+    PIDS = "pids"
+    """A walled agent ran as many processes and threads as allowed (``--trial-pids``)."""
     LLM_TOKENS = "llm_tokens"
     """The trial's LLM calls used more tokens than allowed (``--max-llm-tokens``)."""
     TOOL_RESULT_CHARS = "tool_result_chars"

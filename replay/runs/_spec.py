@@ -41,6 +41,12 @@ hosts a sandboxed agent may reach (``agent.allow_hosts``); none in a version 3 s
 redacts the defaults and gives the user 60 s."""
 
 
+MEMORY_MB = 2048
+"""``--trial-memory``'s default: megabytes an agent in a process of its own may hold."""
+PIDS = 512
+"""``--trial-pids``'s default: processes and threads a walled agent may run at once."""
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     """The agent under test and what it is given."""
@@ -68,8 +74,11 @@ class AgentSettings:
     this machine can build them (``execute`` warns when it cannot), else ``none``."""
     timeout: float = 600.0
     """Seconds the agent may run in a trial, wherever it runs."""
-    memory_mb: int | None = None
-    """Megabytes an agent in a process of its own may hold, its processes together."""
+    memory_mb: int | None = MEMORY_MB
+    """Megabytes an agent in a process of its own may hold, its processes together (and,
+    walled, what it stores in its private ``/tmp``, ``/dev/shm``...); None: no cap."""
+    pids: int | None = PIDS
+    """Processes and threads a walled agent may run at once; None: no limit."""
     allow_hosts: list[tuple[str, int]] = field(default_factory=list)
     """``(host, port)`` a sandboxed agent may reach besides its endpoints
     (``replay.agents.allowed_host`` reads ``HOST[:PORT]``); stored as ``host:port``."""

@@ -183,6 +183,7 @@ def _agent(spec: RunSpec) -> Any:
             settings.memory_mb,
             allow_hosts=hosts,
             allow_env=tuple(settings.allow_env),
+            tasks=settings.pids,
         )
     if settings.entry and settings.isolation == "process":
         return ChildAgent(
@@ -191,6 +192,7 @@ def _agent(spec: RunSpec) -> Any:
             memory_mb=settings.memory_mb,
             allow_hosts=hosts,
             allow_env=tuple(settings.allow_env),
+            tasks=settings.pids,
         )
     return load_callable(spec.agent.entry) if spec.agent.entry else None
 

@@ -28,7 +28,6 @@ import pytest
 from recorder import ViolationEvent
 from replay import AgentCommand, load_case, sandbox
 from replay.agents import unavailable
-from replay.agents._bwrap import _hidden, _under
 from replay.agents._command import ChildAgent
 from replay.graders import Verdict
 from replay.modes import NO_LLM_URL
@@ -160,11 +159,8 @@ def test_walled_in_every_way_out_is_blocked(
         "connect 10.255.255.1:80", "dns example.com", f"connect unix:{given['socket']}",
         f"connect unix:@{given['abstract']}", f"write {given['code']}",
     }  # fmt: skip
-    # The store and the fixture, when they are where the agent sees them read-only (a
-    # project's .replay/): under /tmp, as here, its private /tmp has no such file.
-    expected |= {
-        f"write {given[k]}" for k in ("store", "fixture") if not _under(given[k], _hidden())
-    }
+    # The store and the fixture are not in its filesystem at all: writing them is still tried.
+    expected |= {f"write {given[k]}" for k in ("store", "fixture")}
     assert expected <= seen, seen
     assert any(s.startswith("ptrace pid ") for s in seen), seen
     assert trial.outcome.verdict is Verdict.FAIL

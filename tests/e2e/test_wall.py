@@ -1,0 +1,125 @@
+"""The wall all the way round: a walled agent sees only what it is given and exhausts nothing.
+
+A project of the user's (its agent package, its cases, its store under
+``.replay/``, a note beside them) is run with ``replay run --isolation process``
+from its own folder. Inside, the agent runs as a uid other than 0; the store,
+the case folder's other files, the project's note, ``/etc/shadow`` and root's
+home are not in its filesystem: every read fails, and is recorded as a
+violation. Under ``--trial-memory 256``, filling ``/tmp`` or ``/dev/shm`` ends
+the trial as a ``memory`` limit; a fork loop ends at ``--trial-pids``; nothing
+of either is left on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recorder import ViolationEvent, read_cassette
+from replay import Store
+from replay.agents import unavailable
+from tests.helpers import replay
+
+pytestmark = [
+    pytest.mark.skipif(
+        unavailable() is not None, reason=f"isolation is unavailable here: {unavailable()}"
+    ),
+    pytest.mark.slow,
+]
+AGENTS = Path(__file__).with_name("wall_agents.py")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's project: ``agents/`` (the code), ``cases/``, ``.replay/``, a note; cwd there."""
+    root = tmp_path / "project"
+    (root / "agents").mkdir(parents=True)
+    shutil.copy(AGENTS, root / "agents" / "wall.py")
+    (root / "agents" / "__init__.py").write_text("")
+    (root / "cases").mkdir()
+    (root / "cases" / "notes.sql").write_text("CREATE TABLE notes (id INTEGER PRIMARY KEY);\n")
+    (root / "cases" / "other.yaml").write_text("id: other\ninstruction: someone else's case\n")
+    (root / "notes.txt").write_text("the project's own notes")
+    (root / ".replay").mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def _case(project: Path, case_id: str, instruction: str) -> str:
+    path = project / "cases" / f"{case_id}.yaml"
+    path.write_text(f"id: {case_id}\ninstruction: {json.dumps(instruction)}\nfixture: notes.sql\n")
+    return str(path)
+
+
+def _run(project: Path, case: str, agent: str, *options: str) -> tuple[int, str]:
+    code, _, err = replay(
+        "run", case, "--run", Path(case).stem, "--store", ".replay/results.db",
+        "--agent", f"agents.wall:{agent}", "--tools", "agents.wall:make_tools",
+        "--isolation", "process",
+        "--llm-url", "http://127.0.0.1:9/v1", *options,
+    )  # fmt: skip
+    return code, err
+
+
+def test_a_walled_agent_reads_nothing_of_the_host_and_is_no_root(project: Path) -> None:
+    home = os.path.expanduser("~")
+    mine = Path(home) / f".replay-wall-test-{os.getpid()}"
+    mine.write_text("the harness user's own file")
+    (project / ".replay" / "results.db").write_bytes(b"")  # (made by the run too)
+    given = {
+        "store": str(project / ".replay" / "results.db"),
+        "sibling": str(project / "cases" / "other.yaml"),
+        "note": str(project / "notes.txt"),
+        "shadow": "/etc/shadow",
+        "home": str(mine),
+    }
+    try:
+        code, err = _run(project, _case(project, "reads", json.dumps(given)), "reads")
+    finally:
+        mine.unlink()
+    assert code == 1, err  # the violations fail it
+    (trial,) = Store(".replay/results.db").trials("reads")
+    found = json.loads(read_cassette(trial.cassette).footer.final_answer or "{}")
+    assert found["uid"] != 0
+    assert found["here"] == ["agents"]  # of the project, its code alone
+    assert {name: found[name] for name in given} == dict.fromkeys(
+        given, "failed: FileNotFoundError"
+    )
+    events = read_cassette(trial.cassette).events
+    seen = {(e.action, e.target) for e in events if isinstance(e, ViolationEvent)}
+    assert {("read", path) for path in given.values()} <= seen, seen
+
+
+@pytest.mark.parametrize("folder", ["/tmp", "/dev/shm"])
+def test_filling_a_private_tmpfs_is_a_memory_limit(project: Path, folder: str) -> None:
+    before = set(os.listdir("/dev/shm"))
+    code, err = _run(
+        project, _case(project, "fill", f"fill {folder} 512"), "fill", "--trial-memory", "256"
+    )
+    assert code == 1, err
+    (trial,) = Store(".replay/results.db").trials("fill")
+    assert (trial.verdict, trial.cause, trial.guards) == ("error", "limit", ("memory",))
+    assert "--trial-memory" in trial.cause_detail[0]
+    assert set(os.listdir("/dev/shm")) <= before  # nothing of it is on the host
+
+
+def test_a_fork_loop_ends_at_the_pid_limit_and_leaves_nothing_running(project: Path) -> None:
+    code, err = _run(project, _case(project, "forks", "forks 2000"), "forks", "--trial-pids", "64")
+    assert code == 1, err
+    (trial,) = Store(".replay/results.db").trials("forks")
+    assert (trial.verdict, trial.cause, trial.guards) == ("error", "limit", ("pids",))
+    assert "--trial-pids" in trial.cause_detail[0]
+    left = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            left += (
+                [pid] if Path(f"/proc/{pid}/comm").read_text().strip() == "replay-wall-kid" else []
+            )
+        except OSError:
+            continue
+    assert not left

@@ -1,0 +1,64 @@
+"""Agents that push on the wall from inside (``tests/e2e/test_wall.py``), copied into a project.
+
+``reads``: the instruction is a JSON object of names to paths; it tries to read
+each (a folder: to list it), and answers what it got, with its uid and what
+its working directory holds. ``fill``: ``fill FOLDER MB`` writes that many
+megabytes there. ``forks``: ``forks N`` starts N processes that sleep (named
+``replay-wall-kid``), as many as it can.
+"""
+
+import ctypes
+import json
+import os
+import time
+
+
+def reads(instruction: str, env: object) -> str:
+    """Try to read each path given; what came of it."""
+    found: dict[str, object] = {"uid": os.getuid(), "here": sorted(os.listdir("."))}
+    for name, path in json.loads(instruction).items():
+        try:
+            if os.path.isdir(path):
+                found[name] = f"listed {sorted(os.listdir(path))}"
+            else:
+                with open(path, "rb") as given:
+                    found[name] = f"read {len(given.read())} bytes"
+        except OSError as exc:
+            found[name] = f"failed: {type(exc).__name__}"
+    return json.dumps(found)
+
+
+def fill(instruction: str, env: object) -> str:
+    """Write ``MB`` megabytes to a file in ``FOLDER``, as far as it goes."""
+    _, folder, size = instruction.split()
+    wrote = 0
+    try:
+        with open(os.path.join(folder, "big"), "wb") as big:
+            for _ in range(int(size)):
+                big.write(b"x" * 2**20)
+                big.flush()
+                wrote += 1
+    except OSError as exc:
+        return f"wrote {wrote} MB, then {type(exc).__name__}"
+    return f"wrote {wrote} MB"
+
+
+def forks(instruction: str, env: object) -> str:
+    """Start processes that sleep, until ``N`` or until no more may start."""
+    started = 0
+    for _ in range(int(instruction.split()[1])):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            ctypes.CDLL(None).prctl(15, b"replay-wall-kid", 0, 0, 0)  # PR_SET_NAME
+            time.sleep(600)
+            os._exit(0)
+        started += 1
+    return f"started {started}"
+
+
+def make_tools(conn: object) -> list[object]:
+    """No tools: these agents push on the wall, not on the world."""
+    return []
