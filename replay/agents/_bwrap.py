@@ -114,7 +114,11 @@ def sandbox_argv(
         for name in ("resolv.conf", "hosts", "passwd", "group")
         for arg in ("--ro-bind", os.path.join(names, name), f"/etc/{name}")
     ]
-    every = shown_paths(program, shown)
+    every = [  # (what is writable is bound so: a file named on the command line there too)
+        path
+        for path in shown_paths(program, shown)
+        if not any(Path(path).is_relative_to(w) for w in writable)
+    ]
     here = os.getcwd()
     bound = [*every, *writable, *(p for p in SYSTEM if not os.path.islink(p))]
     where = [] if any(Path(here).is_relative_to(p) for p in bound) else ["--dir", here]

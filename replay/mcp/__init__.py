@@ -6,14 +6,16 @@ servers started upstream); a world's own tools are served over MCP too.
 
 from ._proxy import McpProxy, McpServer, is_type, live_proxy, replayed_proxy
 from ._tools import McpTools, sdk_missing
-from ._upstream import SAFE_ENV, McpServerFailed
+from ._upstream import MESSAGE_BYTES, SAFE_ENV, McpServerFailed, ServerWall
 
 __all__ = [
+    "MESSAGE_BYTES",
     "SAFE_ENV",
     "McpProxy",
     "McpServer",
     "McpServerFailed",
     "McpTools",
+    "ServerWall",
     "is_type",
     "live_proxy",
     "replayed_proxy",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -51,9 +52,11 @@ from ..surroundings import ReplayedToolError
 from ._file_changes import FileChanges
 from ._jsonrpc import Endpoint, Message, Notify, error
 from ._upstream import (
+    MESSAGE_BYTES,
     HttpUpstream,
     McpServerFailed,
     RpcError,
+    ServerWall,
     StdioUpstream,
     Upstream,
 )
@@ -82,12 +85,15 @@ class McpServer:
         env: Environment variables for the command (``{world}`` replaced too),
             added to the few it inherits (``PATH``, ``HOME``, the locale: never a secret).
         timeout: Seconds one request may take before the server has failed.
+        max_message_bytes: Bytes one message of a started server's may hold: a longer
+            line ends the call under way at once, as the server's failure.
     """
 
     command: Sequence[str] = ()
     url: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     timeout: float = CALL_TIMEOUT_S
+    max_message_bytes: int = MESSAGE_BYTES
 
     def __post_init__(self) -> None:
         if bool(self.command) == bool(self.url):
@@ -278,8 +284,10 @@ class ServerToolError(Exception):
 class LiveServer:
     """The real server for one trial, started on its first request."""
 
-    def __init__(self, name: str, spec: McpServer, world: Any) -> None:
-        self.name, self.spec, self.world = name, spec, world
+    def __init__(
+        self, name: str, spec: McpServer, world: Any, wall: ServerWall | None = None
+    ) -> None:
+        self.name, self.spec, self.world, self.wall = name, spec, world, wall
         self.read_only: dict[str, bool] = {}
         """Tools the server lists as read-only (``readOnlyHint``)."""
         self._lock = threading.Lock()
@@ -336,7 +344,10 @@ class LiveServer:
             file = self._world_file() if spec.takes_world else ""
             command = [part.replace("{world}", file) for part in spec.command]
             env = {k: v.replace("{world}", file) for k, v in spec.env.items()}
-            stdio = StdioUpstream(self.name, command, env, spec.timeout)
+            writable = [os.path.dirname(file)] if file else []
+            stdio = StdioUpstream(
+                self.name, command, env, spec.timeout, self.wall, writable, spec.max_message_bytes
+            )
             stdio.start()
             upstream = stdio
         else:
@@ -399,10 +410,17 @@ def _nowhere(message: Message) -> None:
 
 
 def live_proxy(
-    name: str, spec: McpServer, world: Any, wrap: Callable[[Dispatch], Dispatch]
+    name: str,
+    spec: McpServer,
+    world: Any,
+    wrap: Callable[[Dispatch], Dispatch],
+    wall: ServerWall | None = None,
 ) -> McpProxy:
-    """The proxy of a trial that starts (or reaches) the real server: every request recorded."""
-    live = LiveServer(name, spec, world)
+    """The proxy of a trial that starts (or reaches) the real server: every request recorded.
+
+    With ``wall``, a started server runs behind it (``replay.agents.server_wall``).
+    """
+    live = LiveServer(name, spec, world, wall)
 
     def make(call: str) -> Tool[..., Any]:
         def forward(**arguments: Any) -> Any:

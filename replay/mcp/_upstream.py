@@ -24,9 +24,9 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from recorder import ReplayError
 
@@ -35,6 +35,23 @@ Notify = Callable[[Message], None]
 SAFE_ENV = ("HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "USER")
 """What a started server inherits of the harness's environment (the SDK's rule, and the
 locale): never a secret; the server's own ``env`` adds to it."""
+
+
+MESSAGE_BYTES = 16 * 2**20
+"""Bytes one message of a started server's may hold (``McpServer.max_message_bytes``): a
+longer line ends the call under way at once, as the server's failure."""
+
+
+class ServerWall(Protocol):
+    """Walls around a started server's command (``replay.agents.server_wall``).
+
+    Entered for as long as the server runs, it gives the command to start in its place.
+    """
+
+    def __call__(
+        self, command: Sequence[str], writable: Sequence[str]
+    ) -> contextlib.AbstractContextManager[list[str]]:
+        """The walled command for ``command``, which may write in ``writable`` alone."""
 
 
 class McpServerFailed(ReplayError):
@@ -181,6 +198,27 @@ class Upstream:
         # Other notifications (logging, list changes) concern no call: dropped.
 
 
+def _lines(stream: Any, most: int) -> Iterator[bytes | None]:
+    """The lines of ``stream``, each of at most ``most`` bytes; None for one longer (then no more).
+
+    Read a chunk at a time: a line never held whole past ``most``.
+    """
+    pending = bytearray()
+    while chunk := stream.read1(65536):
+        pending += chunk
+        while (end := pending.find(b"\n")) >= 0:
+            if end > most:
+                yield None
+                return
+            yield bytes(pending[: end + 1])
+            del pending[: end + 1]
+        if len(pending) > most:
+            yield None
+            return
+    if pending:
+        yield bytes(pending)
+
+
 def _cut(message: Any) -> str:
     text = message if isinstance(message, str) else json.dumps(message, default=str)
     return repr(text[:80] + ("..." if len(text) > 80 else ""))
@@ -190,10 +228,19 @@ class StdioUpstream(Upstream):
     """A server started by command, speaking newline-delimited JSON-RPC on its stdio."""
 
     def __init__(
-        self, name: str, command: Sequence[str], env: Mapping[str, str], timeout: float
+        self,
+        name: str,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        timeout: float,
+        wall: ServerWall | None = None,
+        writable: Sequence[str] = (),
+        max_message: int = MESSAGE_BYTES,
     ) -> None:
         super().__init__(name, timeout)
         self._command, self._env = list(command), dict(env)
+        self._wall, self._writable, self._max = wall, list(writable), max_message
+        self._walls = contextlib.ExitStack()
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=5)
         self._write = threading.Lock()
@@ -208,15 +255,19 @@ class StdioUpstream(Upstream):
         """
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ} | self._env
         try:
+            argv = self._command
+            if self._wall is not None:
+                argv = self._walls.enter_context(self._wall(self._command, self._writable))
             self._process = subprocess.Popen(
-                self._command,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
                 start_new_session=True,
             )
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ReplayError) as exc:
+            self._walls.close()
             raise McpServerFailed(
                 f"MCP server {self.name!r} ({' '.join(self._command)}) did not start: {exc}"
             ) from None
@@ -230,7 +281,12 @@ class StdioUpstream(Upstream):
     def _read(self) -> None:
         assert self._process is not None
         assert self._process.stdout is not None
-        for line in self._process.stdout:
+        for line in _lines(self._process.stdout, self._max):
+            if line is None:
+                return self.fail(
+                    f"MCP server {self.name!r} sent a message over {self._max:,} bytes "
+                    "(its max_message_bytes): refused unread"
+                )
             if not line.strip():
                 continue
             try:
@@ -296,6 +352,7 @@ class StdioUpstream(Upstream):
         self._signal(signal.SIGKILL)  # what the server left behind in its group
         for thread in self._threads:
             thread.join(timeout=2)
+        self._walls.close()
         if not any(thread.is_alive() for thread in self._threads):
             for stream in (process.stdout, process.stderr):  # (a reader still in one holds it)
                 if stream is not None:

@@ -21,7 +21,7 @@ from recorder import Cassette, ConfigError, Redaction, Tool
 
 from ..cases import Case, check_name
 from ..graders import Dimension, Grade, Trial
-from ..mcp import McpServer
+from ..mcp import McpServer, ServerWall
 from ..surroundings import FaultInjector, UserChannel
 from ..worlds import World
 from ._guards import Limits
@@ -98,6 +98,7 @@ class TrialPlan:
         judge: The LLM judge of the case's rubric.
         prices: Model prices, for the trial's cost.
         graders: Graders added to the case's own.
+        server_wall: Walls for the third-party servers started (a walled run's).
         mcp_servers: Third-party MCP servers the agent uses, by name
             (``env.mcp_servers``): started per trial behind a recording proxy where
             the mode runs tools, answered from the recording offline.
@@ -131,6 +132,7 @@ class TrialPlan:
     prices: Prices | None = None
     graders: Sequence[str] = ()
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
+    server_wall: ServerWall | None = None
     limits: Limits = field(default_factory=Limits)
     secrets: Sequence[str] = ()
     redaction: Redaction | None = None

@@ -39,7 +39,9 @@ def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult
     source = Playback(plan.needs_recorded()) if mode.llm_source(plan.llm) == "frozen" else None
     url = (recorded_base_url(source.cassette) if source else None) or plan.llm_url or NO_LLM_URL
     wrap = plan.faults.wrap if plan.faults is not None else _same
-    servers = {n: live_proxy(n, s, world, wrap) for n, s in plan.mcp_servers.items()}
+    servers = {
+        n: live_proxy(n, s, world, wrap, plan.server_wall) for n, s in plan.mcp_servers.items()
+    }
     env = environment(
         tools, dispatcher(tools), plan.faults, url, plan.model, plan.settings, plan.user, servers
     )

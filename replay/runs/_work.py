@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
 
-from ..agents import AgentCommand, ChildAgent
+from ..agents import AgentCommand, Caps, ChildAgent, ServerWalls
 from ..cases import Case
 from ..graders import Cause, Judge, Verdict
 from ..modes import (
@@ -197,6 +197,15 @@ def _agent(spec: RunSpec) -> Any:
     return load_callable(spec.agent.entry) if spec.agent.entry else None
 
 
+def _server_wall(spec: RunSpec) -> ServerWalls | None:
+    """Walls for the run's started MCP servers, where its agent is walled."""
+    settings = spec.agent
+    started = any(server.command for server in settings.mcp_servers.values())
+    if settings.resolved_isolation != "process" or not started:
+        return None
+    return ServerWalls(Caps(settings.memory_mb, settings.pids))
+
+
 def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Done]:
     """Run a batch of trials; every failure is an ``error`` trial, never an exception."""
     if fixtures:
@@ -329,6 +338,7 @@ def _plan(
         allow_env=tuple(spec.agent.allow_env),
         allow_hosts=tuple(spec.agent.allow_hosts),
         mcp_servers=spec.agent.mcp_servers,
+        server_wall=_server_wall(spec),
         ignore_hosts=(
             (*DEFAULT_IGNORE_HOSTS, *spec.llm.ignore_hosts)
             if spec.llm.default_ignore

@@ -68,6 +68,7 @@ def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
         "url": None,
         "env": {"API_TOKEN": "[REDACTED]", "LANG": "C"},  # never on disk
         "timeout": 60.0,
+        "max_message_bytes": 16 * 2**20,
     }
     code, out, _ = replay("report", "live", "--store", store, "--json")
     pinned = json.loads(out)["pins"]["mcp_servers"]
