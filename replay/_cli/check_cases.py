@@ -10,6 +10,8 @@ from recorder import ConfigError
 from replay import ExitCode, check_case, load_callable, load_case
 from replay.graders import Verdict, resolve
 
+from ..plugins import printable
+
 
 @click.command("check-cases")
 @click.argument("cases", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -41,14 +43,14 @@ def check_cases(cases: tuple[Path, ...], tools: str) -> None:
     for case in loaded:
         result = check_case(case, factory)
         if result is None:
-            click.echo(f"{case.id}: no reference solution")
+            click.echo(f"{printable(case.id)}: no reference solution")
             continue
         results.append(result)
         verdict = result.outcome.verdict
-        click.echo(f"{case.id}: {verdict.value}")
+        click.echo(f"{printable(case.id)}: {verdict.value}")
         if verdict is not Verdict.PASS:
             for line in result.outcome.evidence:
-                click.echo(f"  {line}")
+                click.echo(f"  {printable(line, lines=True)}")
     codes = [ExitCode.of_results([r], grader_errors_fail=True) for r in results]
     if ExitCode.FAILED in codes:
         click.echo(f"{codes.count(ExitCode.FAILED)} case(s) fail their own reference solution")

@@ -10,6 +10,7 @@ from click.core import ParameterSource
 from recorder import ConfigError
 from replay import ExitCode, Store, Thresholds, gate, write_junit
 
+from ..plugins import printable
 from ..results import DEFAULT_PATH
 from .options import confidence_option, fdr_option, power_option
 
@@ -130,13 +131,13 @@ def gate_command(
     result = gate(Store(store, create=False), baseline, candidate, thresholds, vary=vary)
     for check in result.checks:
         mark = "ok  " if check.holds else "????" if check.undecided else "FAIL"
-        click.echo(f"{mark} {check.text}")
+        click.echo(f"{mark} {printable(check.text)}")
     for note in result.notes:
-        click.echo(f"     {note}")
+        click.echo(f"     {printable(note)}")
     if junit is not None:
         write_junit(result, junit, candidate)
     against = f"against {baseline}" if baseline else "on its own (no baseline)"
     verdict = "holds" if result.holds else "cannot decide" if result.undecided else "does not hold"
-    click.echo(f"gate {verdict}: {candidate} {against}")
+    click.echo(printable(f"gate {verdict}: {candidate} {against}"))
     if not result.holds:
         context.exit(ExitCode.INCOMPLETE if result.undecided else ExitCode.FAILED)

@@ -10,6 +10,8 @@ from recorder import ConfigError
 from replay import ExitCode, GradeRecord, load_case, review
 from replay.graders import resolve
 
+from ..plugins import printable
+
 
 @click.command()
 @click.argument("cassette", type=click.Path(path_type=Path))
@@ -27,14 +29,13 @@ def grade(cassette: Path, case_path: Path) -> None:
     except ConfigError as exc:
         raise ConfigError(f"{case_path}: {exc}") from None
     result = review(case, cassette)
-    click.echo(f"{result.case_id}: {result.outcome.verdict.value}")
+    click.echo(printable(f"{result.case_id}: {result.outcome.verdict.value}"))
     for g in result.outcome.grades:
         credit = GradeRecord.of(g).partial_credit  # under weighted or hybrid scoring
-        click.echo(
-            f"  {g.grader}: {g.verdict.value}" + (f" ({credit.describe()})" if credit else "")
-        )
-        for line in g.evidence:
-            click.echo(f"    {line}")
+        line = f"  {g.grader}: {g.verdict.value}" + (f" ({credit.describe()})" if credit else "")
+        click.echo(printable(line))
+        for said in g.evidence:
+            click.echo(f"    {printable(said, lines=True)}")
     code = ExitCode.of_results([result])
     if code != ExitCode.OK:
         click.get_current_context().exit(code)

@@ -8,6 +8,7 @@ import click
 
 from replay import Store, graduate, suite_balance, suite_health
 
+from ..plugins import printable
 from ..results import DEFAULT_PATH, MIN_SIDE, MIN_TRIALS, SATURATED
 
 
@@ -46,12 +47,12 @@ def suite_health_command(
     results = Store(store, create=False)
     chosen = list(runs) or None
     for balance in suite_balance(results, chosen):
-        click.echo(f"balance: {balance.suite or '(no suite)'}: {balance.describe()}")
+        click.echo(printable(f"balance: {balance.suite or '(no suite)'}: {balance.describe()}"))
     flags = suite_health(
         results, chosen, min_trials=min_trials, saturated=saturated, min_side=min_side
     )
     for flag in flags:
-        click.echo(f"{flag.kind}: {flag.subject}: {flag.evidence}")
+        click.echo(printable(f"{flag.kind}: {flag.subject}: {flag.evidence}"))
     if not flags:
         click.echo("nothing to flag")
 
@@ -60,4 +61,4 @@ def suite_health_command(
 @click.argument("case", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def graduate_command(case: Path) -> None:
     """Move a capability CASE into the regression suite (capability/ to regression/)."""
-    click.echo(f"graduated: {graduate(case)}")
+    click.echo(f"graduated: {printable(str(graduate(case)))}")

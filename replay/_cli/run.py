@@ -14,12 +14,14 @@ from typing import Any
 import click
 from click.core import ParameterSource
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from recorder import ConfigError
 from replay import ExitCode, RunReport, RunSpec, Store, build_report, execute, report_json
 
 from ..cases import check_name
+from ..plugins import printable
 from ..results import DEFAULT_PATH
 from .run_options import AGAIN, OPTIONS, flags, options, settings
 
@@ -128,7 +130,7 @@ def run(**given: Any) -> None:
         click.echo(json.dumps(data, indent=2))
     else:
         for line in _summary(report, results, store, verdicts, measure):
-            click.echo(line)
+            click.echo(printable(line))
     if code != ExitCode.OK:
         click.get_current_context().exit(code)
 
@@ -137,21 +139,22 @@ def _execute(spec: RunSpec, results: Store, resume: bool) -> None:
     """``execute``, with progress on stderr (a bar where stderr is a terminal, else lines)."""
 
     def warn(message: str) -> None:
-        click.echo(f"warning: {flags(message)}", err=True)
+        click.echo(f"warning: {printable(flags(message))}", err=True)
 
     if not sys.stderr.isatty():  # where the progress goes: a bar on a terminal, else lines
 
         def line(what: str | None, done: int, total: int) -> None:
             if what is not None:
-                click.echo(f"[{done}/{total}] {what}", err=True)
+                click.echo(f"[{done}/{total}] {printable(what)}", err=True)
 
         execute(spec, results, resume=resume, on_trial=line, on_warning=warn)
         return
     with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task(f"run {spec.name}", total=None)
+        named = f"run {escape(spec.name)}"  # (a description is rich markup: a name may hold [)
+        task = progress.add_task(named, total=None)
 
         def tick(what: str | None, done: int, total: int) -> None:
-            description = what or f"run {spec.name}"
+            description = escape(printable(what)) if what else named
             progress.update(task, completed=done, total=total, description=description)
 
         execute(spec, results, resume=resume, on_trial=tick, on_warning=warn)
