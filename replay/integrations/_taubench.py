@@ -34,7 +34,7 @@ from recorder import (
     write_cassette,
 )
 
-from ..cases import Suite
+from ..cases import Suite, replacing
 from ..graders import Verdict
 from ..modes import cassette_name
 from ..results import GradeRecord, Store, TrialRecord, TrialUsage
@@ -96,7 +96,11 @@ def import_tau_bench_trajectories(
 
     The whole file is checked first, then the cassettes are written, then the run is
     stored: bad input leaves the store untouched (the store is not even opened), and a
-    store never holds a run whose cassettes are missing.
+    store never holds a run whose cassettes are missing. Each cassette is written
+    beside its path and renamed into place, and a write that fails (or is
+    interrupted) takes back the ones this import wrote: ``out_dir`` holds every
+    cassette, whole, or none of them (a process killed outright may leave some,
+    each whole, and ``.*.part`` files).
 
     Args:
         path: The trajectories file (tau-bench's ``historical_trajectories/*.json``).
@@ -146,8 +150,15 @@ def import_tau_bench_trajectories(
             f"(e.g. {taken[0].name}); choose another --out or remove them"
         )
     started = clock().isoformat()
-    for trial, target in zip(chosen, targets, strict=True):
-        _write(trial, target, domain=domain, model=model, source=path.name, started=started)
+    written: list[Path] = []
+    try:
+        for trial, target in zip(chosen, targets, strict=True):
+            _write(trial, target, domain=domain, model=model, source=path.name, started=started)
+            written.append(target)
+    except BaseException:  # (Ctrl-C too) none were there before: leave none of them
+        for done in written:
+            done.unlink(missing_ok=True)
+        raise
     # The spec is a RunSpec, as every run's is: a review of the recorded cassettes
     # (graded by tau-bench, not re-graded), with no case file to run again.
     spec = RunSpec(name=run, cases=[], mode="review", cassettes=str(out), out=str(out)).to_stored()
@@ -240,7 +251,8 @@ def _write(
     # and the final answer differ.
     derived = Cassette(target, header, events, None, None).summary()
     footer = derived.model_copy(update={"status": "ok", "final_answer": trial.final_answer})
-    write_cassette(target, header, events, footer)
+    with replacing(target) as tmp:  # a reader never finds it half written
+        write_cassette(tmp, header, events, footer, overwrite=True)
 
 
 def _record(trial: TauTrial, cassette: Path, domain: str) -> TrialRecord:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from recorder import ConfigError
 
-from ..cases import CaseFileError, Expects, Suite
+from ..cases import CaseFileError, Expects, Suite, write_whole
 from ..graders import Verdict
 from ._agreement import ambiguous_cases
 from ._record import TrialRecord
@@ -205,7 +205,9 @@ def graduate(case_path: str | Path) -> Path:
 
     The ``suite:`` line is rewritten in place (comments kept). A case in a
     directory named ``capability`` moves to the sibling ``regression``
-    directory (same depth: relative fixture paths still resolve).
+    directory (same depth: relative fixture paths still resolve). The new file is
+    written whole before the old one goes: a graduate cut off leaves the case as it
+    was, or whole in its new place (a cut between the two, in both).
 
     Raises:
         CaseFileError: The case is not in the capability suite.
@@ -221,8 +223,7 @@ def graduate(case_path: str | Path) -> Path:
     target = case_path
     if case_path.parent.name == "capability":
         target = case_path.parent.parent / "regression" / case_path.name
-        target.parent.mkdir(exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    write_whole(target, text)  # (its folder made if missing)
     if target != case_path:
         case_path.unlink()
     return target

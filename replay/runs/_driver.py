@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
+from ..cases import replacing
 from ..graders import Judge
 from ..modes import cassette_name
 from ..results import Store, TrialRecord
@@ -152,9 +153,8 @@ class Driver:
         record = result.record
         for name, data in result.files.items():
             path = self.out / name
-            tmp = path.with_name(path.name + ".part")
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            with replacing(path) as tmp:  # flushed before its rename: a crash leaves it whole
+                tmp.write_bytes(data)
             if name == cassette_name(result.case_id, result.index):
                 record = dataclasses.replace(record, cassette=str(path))
         self.store.add_trial(self.spec.name, record)
