@@ -7,6 +7,7 @@ options) and the environment hidden from in-process trials all ask ``secret_name
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 SECRET_WORDS = frozenset(
     {
@@ -76,6 +77,15 @@ def secret_named(name: str, value: object = None) -> bool:
     - ``Idempotency-Key`` and ``Sec-WebSocket-Key`` (``NOT_SECRET_WORDS``) are
       fresh nonces on every request, not credentials.
     """
+    by_name = _by_name(name)
+    if by_name is not None:
+        return by_name
+    return isinstance(value, str) and credentials_in_url(value)
+
+
+@lru_cache(maxsize=4096)
+def _by_name(name: str) -> bool | None:
+    """What the name alone decides, None if only a value can (cached: every request asks)."""
     if any(w in _WORD.sub("", name).upper() for w in NOT_SECRET_WORDS):
         return False
     words = {w.upper() for w in _WORD.split(_CAMEL.sub(r"\1_\2", name)) if w}
@@ -83,7 +93,7 @@ def secret_named(name: str, value: object = None) -> bool:
         return True
     if any(w.endswith(SECRET_SUFFIXES) for w in words):
         return True
-    return isinstance(value, str) and credentials_in_url(value)
+    return None
 
 
 def credentials_in_url(value: str) -> bool:
