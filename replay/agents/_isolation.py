@@ -10,12 +10,15 @@ network, PID, IPC and mount namespaces:
   environment work unchanged, and nothing else is reachable, on any address
   or port (no route, no DNS). The relays of ``*_COMMAND`` hand their stdio
   over Unix sockets bound in too.
-- **files**: the whole filesystem read-only (the store, the fixtures, the
-  harness's code), with no capability left to remount it; ``/tmp``,
-  ``/var/tmp``, ``/run``, ``/dev/shm`` and the home folder private and empty
-  (other trials' files and sockets, services' sockets, the user's dotfiles),
-  but for what the program needs from them; a fresh ``/proc`` that shows its
-  own processes only (none of the harness's memory or environment).
+- **files**: a root filesystem built from what the trial needs
+  (``_bwrap``: the system's programs and libraries, a few files of ``/etc``,
+  the interpreter, the harness's packages, the agent's code), nothing of the
+  store, the project's other files or other users'; ``/tmp``, ``/var/tmp``,
+  ``/run``, ``/dev/shm`` and the home folder private tmpfs sized under the
+  trial's memory cap; a fresh ``/proc`` that shows its own processes only
+  (none of the harness's memory or environment);
+- **user**: the agent's (``_seccomp.unprivileged``: uid 1000 in a user
+  namespace of its own, no capability, its processes counted there);
 - **environment**: built by the caller from an allow-list, never copied.
 
 Every attempt to reach anything else is refused there and, as it is made,

@@ -4,7 +4,8 @@ The recording proxy stands between the agent and its MCP servers (third-party
 servers started upstream); a world's own tools are served over MCP too.
 """
 
-from ._proxy import McpProxy, McpServer, is_type, live_proxy, replayed_proxy
+from ._proxy import McpProxy, is_type, live_proxy, replayed_proxy
+from ._server import McpServer
 from ._tools import McpTools, sdk_missing
 from ._upstream import MESSAGE_BYTES, SAFE_ENV, McpServerFailed, ServerWall
 

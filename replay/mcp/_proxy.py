@@ -40,19 +40,18 @@ import sqlite3
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from recorder import ConfigError, Recording, Tool, tool
+from recorder import Recording, Tool, tool
 
 from ..surroundings import ReplayedToolError
 from ._file_changes import FileChanges
 from ._jsonrpc import Endpoint, Message, Notify, error
+from ._server import McpServer
 from ._upstream import (
-    MESSAGE_BYTES,
     HttpUpstream,
     McpServerFailed,
     RpcError,
@@ -61,8 +60,6 @@ from ._upstream import (
     Upstream,
 )
 
-CALL_TIMEOUT_S = 60.0
-"""Seconds a request to the real server may take (``McpServer.timeout``) before it has failed."""
 STARTUP_S = 30.0
 """Seconds the real server may take to start and answer ``initialize``."""
 PROGRESS = "agent-replay/progress"
@@ -72,37 +69,6 @@ PROTOCOL = "2025-06-18"
 _RELAY = str(Path(__file__).with_name("_stdio.py"))
 
 Dispatch = Callable[[str, Mapping[str, Any]], Any]
-
-
-@dataclass(frozen=True)
-class McpServer:
-    """A third-party MCP server a case's agent uses.
-
-    Attributes:
-        command: The command that starts it (stdio); ``{world}`` in it is replaced
-            by the path of the trial's world as a SQLite file.
-        url: Or the streamable-HTTP endpoint where it runs already.
-        env: Environment variables for the command (``{world}`` replaced too),
-            added to the few it inherits (``PATH``, ``HOME``, the locale: never a secret).
-        timeout: Seconds one request may take before the server has failed.
-        max_message_bytes: Bytes one message of a started server's may hold: a longer
-            line ends the call under way at once, as the server's failure.
-    """
-
-    command: Sequence[str] = ()
-    url: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = CALL_TIMEOUT_S
-    max_message_bytes: int = MESSAGE_BYTES
-
-    def __post_init__(self) -> None:
-        if bool(self.command) == bool(self.url):
-            raise ConfigError("an MCP server is a command or a url (one of them)")
-
-    @property
-    def takes_world(self) -> bool:
-        """Whether the server is given the trial's world as a file."""
-        return any("{world}" in part for part in (*self.command, *self.env.values()))
 
 
 def method_name(server: str, method: str) -> str:

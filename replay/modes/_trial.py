@@ -41,7 +41,7 @@ from ..graders import (
     trial_tool_use,
 )
 from ..mcp import McpProxy, McpServerFailed, McpTools, is_type
-from ..surroundings import LlmProxy
+from ..surroundings import PROCESSES, LlmProxy
 from ..worlds import StateDiff, World, load_fixture
 from ._drive import Steps
 from ._environment import Environment
@@ -180,6 +180,9 @@ def run_agent(
             servers += [s for s in (env.mcp, env.llm_proxy) if s is not None]
             for server in servers:
                 server.recording = rec
+            here = not getattr(agent, "own_deadline", False)  # (in this process: its children)
+            if here:
+                PROCESSES.begin()
             try:
                 # (the driver resolves a coroutine, under the deadline as well)
                 answer = yield guards.call(agent, instruction, env)
@@ -189,6 +192,9 @@ def run_agent(
                 guards.settle()
                 if env.user is not None:
                     env.user.close()
+                stopped = PROCESSES.end() if here else 0
+                if stopped:
+                    rec.warn(f"the agent left {stopped} processes running: they were stopped")
             if answer is not None:
                 rec.answer(answer if isinstance(answer, str) else json.dumps(answer, default=str))
             else:

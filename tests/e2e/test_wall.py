@@ -35,11 +35,11 @@ AGENTS = Path(__file__).with_name("wall_agents.py")
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user's project: ``agents/`` (the code), ``cases/``, ``.replay/``, a note; cwd there."""
+    """A user's project: ``wallproject/`` (code), ``cases/``, ``.replay/``, a note; cwd there."""
     root = tmp_path / "project"
-    (root / "agents").mkdir(parents=True)
-    shutil.copy(AGENTS, root / "agents" / "wall.py")
-    (root / "agents" / "__init__.py").write_text("")
+    (root / "wallproject").mkdir(parents=True)
+    shutil.copy(AGENTS, root / "wallproject" / "wall.py")
+    (root / "wallproject" / "__init__.py").write_text("")
     (root / "cases").mkdir()
     (root / "cases" / "notes.sql").write_text("CREATE TABLE notes (id INTEGER PRIMARY KEY);\n")
     (root / "cases" / "other.yaml").write_text("id: other\ninstruction: someone else's case\n")
@@ -48,6 +48,18 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(root)
     monkeypatch.syspath_prepend(str(root))
     return root
+
+
+def _sleeping() -> list[str]:
+    """The processes ``wall_agents.leaves`` starts, still running on the host."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        found += [line] if "987.65" in line and "sleep" in line else []
+    return found
 
 
 def _case(project: Path, case_id: str, instruction: str) -> str:
@@ -59,7 +71,7 @@ def _case(project: Path, case_id: str, instruction: str) -> str:
 def _run(project: Path, case: str, agent: str, *options: str) -> tuple[int, str]:
     code, _, err = replay(
         "run", case, "--run", Path(case).stem, "--store", ".replay/results.db",
-        "--agent", f"agents.wall:{agent}", "--tools", "agents.wall:make_tools",
+        "--agent", f"wallproject.wall:{agent}", "--tools", "wallproject.wall:make_tools",
         "--isolation", "process",
         "--llm-url", "http://127.0.0.1:9/v1", *options,
     )  # fmt: skip
@@ -86,7 +98,7 @@ def test_a_walled_agent_reads_nothing_of_the_host_and_is_no_root(project: Path) 
     (trial,) = Store(".replay/results.db").trials("reads")
     found = json.loads(read_cassette(trial.cassette).footer.final_answer or "{}")
     assert found["uid"] != 0
-    assert found["here"] == ["agents"]  # of the project, its code alone
+    assert found["here"] == ["wallproject"]  # of the project, its code alone
     assert {name: found[name] for name in given} == dict.fromkeys(
         given, "failed: FileNotFoundError"
     )
@@ -123,3 +135,19 @@ def test_a_fork_loop_ends_at_the_pid_limit_and_leaves_nothing_running(project: P
         except OSError:
             continue
     assert not left
+
+
+def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_ends(
+    project: Path,
+) -> None:
+    case = _case(project, "leaves", "leave them")
+    code, _, err = replay(
+        "run", case, "--run", "leaves", "--store", ".replay/results.db",
+        "--agent", "wallproject.wall:leaves", "--tools", "wallproject.wall:make_tools",
+        "--isolation", "none", "--llm-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert code == 0, err
+    assert _sleeping() == []
+    (trial,) = Store(".replay/results.db").trials("leaves")
+    warnings = [e.message for e in read_cassette(trial.cassette).events if e.kind == "warning"]
+    assert "the agent left 4 processes running: they were stopped" in warnings

@@ -62,3 +62,16 @@ def forks(instruction: str, env: object) -> str:
 def make_tools(conn: object) -> list[object]:
     """No tools: these agents push on the wall, not on the world."""
     return []
+
+
+def leaves(instruction: str, env: object) -> str:
+    """Start a program, and a shell with a child of its own, and return with both running."""
+    import subprocess
+
+    LEFT.append(subprocess.Popen(["sleep", "987.654"]))
+    LEFT.append(subprocess.Popen(["sh", "-c", "sleep 987.655 & sleep 987.656"]))
+    return "left them running"
+
+
+LEFT: list[object] = []
+"""What ``leaves`` started (held: a dropped ``Popen`` of a running program warns)."""
