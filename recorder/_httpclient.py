@@ -60,8 +60,8 @@ def bodiless(response: Any) -> bool:
 def tee(response: Any, chunks: list[bytes], done: Done) -> None:
     """Wrap a real response's reads so that each chunk is kept as it is read.
 
-    The wrappers hold the response weakly (no cycle: it is freed when the agent drops
-    it), and a close from its finalizer records nothing: the garbage collector may run
+    The wrappers do not make a cycle (the response is freed when the agent drops it),
+    and a close from its finalizer records nothing: the garbage collector may run
     it anywhere, the recording's own lock held (``track`` records such a body at the end).
     """
     body = _Body(chunks, done)
@@ -108,39 +108,69 @@ def _closer(response: Any, body: _Body, before: Callable[[], None] | None) -> An
 
 
 def _tee_httplib(r: Any, body: _Body) -> None:
-    ref = weakref.ref(r)
+    # The wrappers are methods of a subclass, not closures on the instance: a bound
+    # method holds its response while it runs (``urlopen(url).read()``: nobody else
+    # does), and nothing on the instance points back at it (no cycle).
+    r._replay_tee = _HttplibTee(body)
     cls = type(r)
-    chunks = body.chunks
-    busy = [False]  # inside a wrapped read: a nested one (readline -> read) is not a chunk
+    r.__class__ = _TEEING.get(cls) or _TEEING.setdefault(cls, _teeing(cls))
 
-    def wrap(name: str, into: bool = False) -> None:
+
+class _HttplibTee:
+    """What a teed ``http.client`` response records into (its ``_replay_tee``)."""
+
+    __slots__ = ("body", "busy")
+
+    def __init__(self, body: _Body) -> None:
+        self.body = body
+        self.busy = False
+        """Inside a wrapped read: a nested one (readline -> read) is not a chunk."""
+
+    def read(self, response: Any, real: Any, into: bool, args: Any, kwargs: Any) -> Any:
+        if self.busy:
+            return real(response, *args, **kwargs)
+        self.busy = True
+        try:
+            got = real(response, *args, **kwargs)
+        except Exception as exc:
+            self.body.fail(exc)
+            raise
+        finally:
+            self.busy = False
+        data = bytes(memoryview(args[0])[:got]) if into else got
+        if data:
+            self.body.chunks.append(data)
+        if response.fp is None or response.length == 0:  # let go of the socket, or all read
+            self.body.end(None, True)
+        return got
+
+
+_TEEING: dict[type, type] = {}
+"""Each ``http.client`` response class, subclassed once by ``_teeing``."""
+
+
+def _teeing(cls: Any) -> type:
+    """``cls`` with its reads recording into the instance's ``_replay_tee`` (one per class)."""
+
+    def wrap(name: str, into: bool = False) -> Callable[..., Any]:
         real = getattr(cls, name)
 
-        def tee(*args: Any, **kwargs: Any) -> Any:
-            response: Any = ref()
-            if busy[0]:
-                return real(response, *args, **kwargs)
-            busy[0] = True
-            try:
-                got = real(response, *args, **kwargs)
-            except Exception as exc:
-                body.fail(exc)
-                raise
-            finally:
-                busy[0] = False
-            data = bytes(memoryview(args[0])[:got]) if into else got
-            if data:
-                chunks.append(data)
-            if response.fp is None or response.length == 0:  # let go of the socket, or all read
-                body.end(None, True)
-            return got
+        def tee(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._replay_tee.read(self, real, into, args, kwargs)
 
-        setattr(r, name, tee)
+        tee.__name__ = tee.__qualname__ = name
+        return tee
 
-    for name in ("read", "read1", "readline"):
-        wrap(name)
-    wrap("readinto", into=True)
-    r.close = _closer(r, body, None)
+    real_close = cls.close
+
+    def close(self: Any) -> None:
+        if not getattr(self, "_finalizing", False):  # set by io's finalizer
+            self._replay_tee.body.end(None, False)  # a no-op if the body already ended
+        real_close(self)
+
+    methods = {name: wrap(name) for name in ("read", "read1", "readline")}
+    methods |= {"readinto": wrap("readinto", into=True), "close": close}
+    return type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__})
 
 
 def _tee_urllib3(u: Any, body: _Body) -> None:
