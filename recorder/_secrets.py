@@ -188,15 +188,21 @@ class _Index(Generic[AnyStr]):
 
     def __init__(self, blocks: dict[int, re.Pattern[AnyStr]]) -> None:
         self._blocks: dict[int, re.Pattern[AnyStr]] = blocks
-        self._by_width: dict[int, dict[AnyStr, set[AnyStr]]] = {}
+        self._first: dict[int, dict[AnyStr, AnyStr]] = {}
+        """By ``k``: each piece and the first secret filed under it."""
+        self._more: dict[int, dict[AnyStr, set[AnyStr]]] = {}
+        """By ``k``: the pieces several secrets share, and all of those."""
         self._shortest = 0
 
     def add(self, value: AnyStr) -> None:
-        """File ``value`` under each of its ``k``-long pieces."""
+        """File ``value`` under the ``k`` pieces of it that start in its first ``k``."""
         width = _width(len(value))
-        pieces = self._by_width.setdefault(width, {})
-        for at in range(width):  # the block whole in it starts in its first ``k`` characters
-            pieces.setdefault(value[at : at + width], set()).add(value)
+        first = self._first.setdefault(width, {})
+        fresh = dict.fromkeys([value[at : at + width] for at in range(width)], value)
+        for piece in fresh.keys() & first.keys():  # rare: one set per shared piece
+            self._more.setdefault(width, {}).setdefault(piece, {first[piece]}).add(value)
+            del fresh[piece]
+        first.update(fresh)
         self._shortest = min(self._shortest, len(value)) if self._shortest else len(value)
 
     def found_in(self, text: AnyStr) -> frozenset[AnyStr]:
@@ -204,9 +210,10 @@ class _Index(Generic[AnyStr]):
         if not self._shortest or len(text) < self._shortest:
             return frozenset()
         found: set[AnyStr] = set()
-        for width, pieces in self._by_width.items():
-            for block in pieces.keys() & self._blocks[width].findall(text):
-                found.update(v for v in pieces[block] if v in text)
+        for width, first in self._first.items():
+            more = self._more.get(width, {})
+            for block in first.keys() & self._blocks[width].findall(text):
+                found.update(v for v in more.get(block, (first[block],)) if v in text)
         return frozenset(found)
 
 
