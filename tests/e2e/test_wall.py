@@ -141,13 +141,14 @@ def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_end
     project: Path,
 ) -> None:
     case = _case(project, "leaves", "leave them")
+    before = _sleeping()  # (none, but for what a failed run of this test left)
     code, _, err = replay(
         "run", case, "--run", "leaves", "--store", ".replay/results.db",
         "--agent", "wallproject.wall:leaves", "--tools", "wallproject.wall:make_tools",
         "--isolation", "none", "--llm-url", "http://127.0.0.1:9/v1",
     )  # fmt: skip
     assert code == 0, err
-    assert _sleeping() == []
+    assert set(_sleeping()) <= set(before)
     (trial,) = Store(".replay/results.db").trials("leaves")
     warnings = [e.message for e in read_cassette(trial.cassette).events if e.kind == "warning"]
     assert "the agent left 4 processes running: they were stopped" in warnings

@@ -70,7 +70,22 @@ def leaves(instruction: str, env: object) -> str:
 
     LEFT.append(subprocess.Popen(["sleep", "987.654"]))
     LEFT.append(subprocess.Popen(["sh", "-c", "sleep 987.655 & sleep 987.656"]))
+    for _ in range(1000):  # (until the shell has started both: four in all)
+        if len(_running("sleep\0987.65")) == 3:
+            break
+        time.sleep(0.01)
     return "left them running"
+
+
+def _running(marker: str) -> list[str]:
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline") as line:
+                found += [pid] if marker in line.read() else []
+        except OSError:
+            continue
+    return found
 
 
 LEFT: list[object] = []
