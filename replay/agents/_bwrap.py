@@ -211,7 +211,11 @@ def code_in(folder: str) -> list[str]:
     What an agent's program imports from beside it (its modules, its packages, its
     ``node_modules``), and not what else is there: the results store, cassettes,
     case files, the project's other files, anything whose name starts with ``.``.
+    None in a private folder itself (``/tmp``) or one holding one (``/``, home's parent).
     """
+    real = os.path.realpath(folder)
+    if any(Path(root).is_relative_to(real) for root in hidden_roots()):
+        return []  # (``/tmp`` itself, or ``/``: every trial's files, not an agent's code)
     try:
         entries = list(os.scandir(folder))
     except OSError:

@@ -118,8 +118,25 @@ def _writable(pid: int, path: str) -> bool:
     return "ro" not in options.split(",")
 
 
+_NAMES = {v: k for k, v in _ARCH.numbers.items()} if _ARCH is not None else {}
+"""The trapped calls' names, by number."""
+_SHOWN_WHOLE = ("/usr/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/proc/", "/dev/", "/sys/")
+"""Where a sandbox has what the host has, or only its own: no read there reaches the host."""
 _OWN = ("/proc", "/dev", "/sys")
 """The sandbox's own (or the host's, shown whole): never a host file it reaches for."""
+
+
+def _string(read: Callable[[int, int], bytes], address: int, most: int = 4096) -> bytes:
+    """The NUL-ended string at ``address``, a page at a time (never reading past its end)."""
+    out = b""
+    while len(out) < most:
+        size = 4096 - address % 4096
+        chunk = read(address, size)
+        end = chunk.find(b"\0")
+        if end >= 0 or not chunk:
+            return out + chunk[: end if end >= 0 else len(chunk)]
+        out, address = out + chunk, address + size
+    return out[:most]
 
 
 def _host_only(pid: int, path: str) -> bool:
@@ -211,6 +228,8 @@ class Supervisor:
         import fcntl
 
         attempts = self._read(pid, number, args)
+        if not attempts:
+            return 0  # (nothing to refuse: another's memory read would change no answer)
         try:  # what was read was that caller's: its pid was not reused meanwhile
             fcntl.ioctl(self._fd, _ID_VALID, struct.pack("Q", ident))
         except OSError:
@@ -222,9 +241,7 @@ class Supervisor:
 
     def _read(self, pid: int, number: int, args: tuple[int, ...]) -> list[Attempt]:
         """What the call aims at (none: it may go on as it is)."""
-        assert _ARCH is not None
-        names = {v: k for k, v in _ARCH.numbers.items()}
-        name = names.get(number, "")
+        name = _NAMES.get(number, "")
         if name in _REACHING:
             target = args[1] if name == "ptrace" else args[0]
             return [Attempt("ptrace", "process", str(target))]
@@ -269,7 +286,10 @@ class Supervisor:
             flags = os.O_WRONLY
         else:
             flags = args[2] if at_dir else args[1]
-        raw = read(args[1] if at_dir else args[0], 4096).split(b"\0", 1)[0]
+        try:
+            raw = _string(read, args[1] if at_dir else args[0])
+        except OSError:
+            return []  # (no path there: the kernel says EFAULT)
         path = raw.decode("utf-8", "replace")
         if not path.startswith("/"):
             fd = args[0] & 0xFFFFFFFF
@@ -284,6 +304,8 @@ class Supervisor:
             path = os.path.join(where, path)
         path = os.path.normpath(path)
         action = "write" if flags & _WRITES else "read"
+        if action == "read" and path.startswith(_SHOWN_WHOLE):
+            return []
         if action == "write" and not _writable(pid, path):
             return [Attempt("write", "file", path)]
         if flags & os.O_CREAT and _inside(pid, os.path.dirname(path)):

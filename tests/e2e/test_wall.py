@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,25 @@ def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_end
     (trial,) = Store(".replay/results.db").trials("leaves")
     warnings = [e.message for e in read_cassette(trial.cassette).events if e.kind == "warning"]
     assert "the agent left 4 processes running: they were stopped" in warnings
+
+
+def test_a_program_in_tmp_sees_itself_and_nothing_else_there(project: Path) -> None:
+    mine = Path(f"/tmp/replay-wall-agent-{os.getpid()}.py")
+    planted = Path(f"/tmp/replay-wall-planted-{os.getpid()}.py")  # another's code, beside it
+    mine.write_text(
+        f"import os, sys\nprint(os.path.exists({str(planted)!r}), os.path.exists(sys.argv[0]))\n"
+    )
+    planted.write_text("SECRET = 1\n")
+    try:
+        code, _, err = replay(
+            "run", _case(project, "beside", "look"), "--run", "beside",
+            "--store", ".replay/results.db", "--agent-cmd", f"{sys.executable} {mine}",
+            "--tools", "wallproject.wall:make_tools", "--isolation", "process",
+            "--llm-url", "http://127.0.0.1:9/v1",
+        )  # fmt: skip
+    finally:
+        mine.unlink()
+        planted.unlink()
+    assert code == 0, err
+    (trial,) = Store(".replay/results.db").trials("beside")
+    assert read_cassette(trial.cassette).footer.final_answer == "False True"
