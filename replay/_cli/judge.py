@@ -13,6 +13,7 @@ import click
 from recorder import ConfigError
 from replay import Store, judge_agreement, label_agreement
 
+from ..plugins import printable
 from ..results import DEFAULT_PATH, MIN_AGREEMENT, MIN_LABELS
 from ..views import console, render_judge_agreement, render_label_agreement
 
@@ -47,7 +48,7 @@ def label(
     Store(store, create=False).add_label(run, case_id, idx, verdict, note, dimension, labeller)
     what = f"{trial} ({dimension})" if dimension else trial
     who = f" by {labeller}" if labeller else ""
-    click.echo(f"labelled {what} of run {run}{who}: {verdict}")
+    click.echo(printable(f"labelled {what} of run {run}{who}: {verdict}"))
 
 
 @click.command("label-agreement")

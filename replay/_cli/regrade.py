@@ -11,6 +11,7 @@ from recorder import ConfigError
 from replay import ExitCode, Regrade, Store, make_golden, regrade, regrade_golden
 from replay.graders import Judge
 
+from ..plugins import printable
 from ..results import DEFAULT_PATH
 from ..runs import MAX_DRIFT
 from ..views import console, render_regrade
@@ -115,6 +116,6 @@ def golden_command(run: str, unset: bool, store: Path) -> None:
     """
     labelled = make_golden(Store(store, create=False), run, not unset)
     if unset:
-        click.echo(f"run {run} is no longer golden")
+        click.echo(printable(f"run {run} is no longer golden"))
     else:
-        click.echo(f"run {run} is golden: {labelled} labelled trial(s)")
+        click.echo(printable(f"run {run} is golden: {labelled} labelled trial(s)"))

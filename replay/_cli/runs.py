@@ -12,6 +12,7 @@ from rich.table import Table
 
 from replay import RunSummary, Store
 
+from ..plugins import printable
 from ..results import DEFAULT_PATH
 from ..views import console
 
@@ -46,7 +47,7 @@ def runs(
     if delete:
         for name in delete:
             removed = results.delete_run(name)
-            click.echo(f"run {name}: deleted ({removed} trials)")
+            click.echo(printable(f"run {name}: deleted ({removed} trials)"))
         return
     found = [
         r

@@ -10,6 +10,7 @@ import click
 
 from replay import Store, TrialRecord, sample
 
+from ..plugins import printable
 from ..results import DEFAULT_PATH
 from ..views import review_path
 from .view import serve_until_stopped
@@ -65,15 +66,15 @@ def sample_command(
     if as_json:
         click.echo(json.dumps({**picked.to_json(), "label": label, "review": queue}, indent=2))
     else:
-        click.echo(f"run {run}, seed {seed}")
+        click.echo(printable(f"run {run}, seed {seed}"))
         for title, trials, total in (
             ("failed", picked.failed, picked.failing),
             ("passed", picked.passed, picked.passing),
         ):
             click.echo(f"{title}: {len(trials)} of {total}")
             for trial in trials:
-                click.echo(_line(trial))
-        click.echo(f"label: {label}")
+                click.echo(printable(_line(trial)))
+        click.echo(printable(f"label: {label}"))
         if not serve:
             click.echo(f"review queue: {queue} on `replay view{where}` (or rerun with --view)")
     if serve:
