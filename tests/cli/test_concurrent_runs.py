@@ -44,14 +44,16 @@ main()
 """
 
 
-def run_at_once(store: Path, tmp_path: Path, llm_url: str, prefix: str) -> list[str]:
-    """Start RUNS `replay run` of CASE on ``store`` at once; assert each exits 0 without a
+def run_at_once(
+    store: Path, tmp_path: Path, llm_url: str, prefix: str, runs: int = RUNS
+) -> list[str]:
+    """Start ``runs`` `replay run` of CASE on ``store`` at once; assert each exits 0 without a
     traceback. Returns the run names."""
     barrier = tmp_path / f"barrier-{prefix}"
     barrier.mkdir()
     go = barrier / "go"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    names = [f"{prefix}{i}" for i in range(RUNS)]
+    names = [f"{prefix}{i}" for i in range(runs)]
     procs = []
     for i, name in enumerate(names):
         args = ["run", CASE, "--run", name, "-k", str(TRIALS), "-j", "1", "--store", str(store)]
@@ -67,7 +69,7 @@ def run_at_once(store: Path, tmp_path: Path, llm_url: str, prefix: str) -> list[
         )
     try:
         deadline = time.monotonic() + 240  # a hang guard only: imports on a busy machine
-        while time.monotonic() < deadline and len(list(barrier.glob("ready-*"))) < RUNS:
+        while time.monotonic() < deadline and len(list(barrier.glob("ready-*"))) < runs:
             if any(p.poll() is not None for p in procs):
                 break  # one died before the barrier: its stderr says why, below
             time.sleep(0.01)
@@ -128,7 +130,7 @@ def test_runs_started_at_once_on_a_version_4_store_migrate_it_once(tmp_path: Pat
             conn.commit()
     Store(alone)  # migrated by one process: what the store must look like after many
     with StubLLM(refund_policy()) as llm:
-        names = run_at_once(store, tmp_path, llm.openai_base_url, "m")
+        names = run_at_once(store, tmp_path, llm.openai_base_url, "m", runs=4)
     assert_stored_once(store, names)
     assert schema(store) == schema(alone)
     results = Store(store)
