@@ -68,13 +68,27 @@ def agent(instruction: str, env: Environment) -> str:
         for call in message.tool_calls:
             value = env.call_tool(call.function.name, json.loads(call.function.arguments))
             if inspect.isawaitable(value):
-                value = asyncio.run(_awaited(value))
+                value = _run_apart(value)
             request["messages"].append(_result(call, value))
     return ""
 
 
-async def _awaited(value: Any) -> Any:
-    return await value
+def _run_apart(awaitable: Any) -> Any:
+    """Run an async tool on a loop of its own, leaving the thread's current loop alone.
+
+    Not ``asyncio.run``: it unsets the thread's loop when it ends, and litellm's sync calls
+    make one current (``asyncio.get_event_loop()`` in its service logger) that nobody closes;
+    unset, it is collected unclosed.
+    """
+
+    async def awaited() -> Any:
+        return await awaitable
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(awaited())
+    finally:
+        loop.close()
 
 
 async def async_agent(instruction: str, env: Environment) -> str:
