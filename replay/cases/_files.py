@@ -5,11 +5,17 @@ could be misread as a verdict, and a torn case file fails every run that loads i
 each is written beside its path under a temporary name, flushed to disk, and renamed
 over it: a reader sees the file as it was, or the whole new one. (Here, below the
 stages that write files; ``replay.results`` exports ``write_whole`` too.)
+
+A writer killed mid-write (SIGKILL gives it no chance to clean up) leaves its
+temporary file, ``.NAME.PID-HEX.part``; the next write of the same path removes
+those whose writer is gone (its pid not running, and its lock on the file released).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import glob
 import os
 import secrets
 from collections.abc import Iterator
@@ -23,17 +29,19 @@ def replacing(path: Path) -> Iterator[Path]:
     Write the yielded file whole (a copy, a cassette); when the block ends, it is
     flushed to disk and renamed over ``path``. If the block raises, it is removed
     and ``path`` is left as it was. (A process killed meanwhile leaves at most a
-    ``.NAME.*.part`` file beside it.)
+    ``.NAME.*.part`` file beside it, removed by the next write of ``path``.)
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    _sweep(path)
     while True:  # (not mkstemp: its files are 0600, these get the umask's mode as any other)
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.part")
         try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            held = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             break
         except FileExistsError:
             continue
     try:
+        fcntl.flock(held, fcntl.LOCK_EX)  # ours while we live: see _sweep
         yield tmp
         with tmp.open("rb") as written:
             os.fsync(written.fileno())
@@ -41,12 +49,49 @@ def replacing(path: Path) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        os.close(held)
+
+
+def _sweep(path: Path) -> None:
+    """Remove the temporary files of ``path`` whose writers died before renaming them.
+
+    One is abandoned when the pid in its name runs no process here and nobody holds
+    its lock (a writer in another pid namespace still does; a recycled pid only
+    keeps a file a while longer).
+    """
+    for stale in glob.glob(glob.escape(str(path.with_name(f".{path.name}."))) + "*-*.part"):
+        pid = Path(stale).name[len(path.name) + 2 :].partition("-")[0]
+        if not pid.isdigit() or _running(int(pid)):
+            continue
+        try:
+            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone, or not a file of ours
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(stale)
+        except OSError:
+            pass  # held: its writer lives
+        finally:
+            os.close(fd)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's
+    return True
 
 
 def write_whole(path: Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` (its folder made if missing) so that no reader sees part of it.
 
-    (A process killed meanwhile leaves at most a ``.NAME.*.part`` file beside it.)
+    (A process killed meanwhile leaves at most a ``.NAME.*.part`` file beside it, removed
+    by the next write of ``path``.)
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
     with replacing(path) as tmp:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from replay import load_case
-from replay.cases import replacing
+from replay.cases import replacing, write_whole
 from tests.helpers import REPO, replay
 
 CASSETTE = REPO / "cassettes" / "refund-4812.cassette"
@@ -73,3 +75,32 @@ def test_a_failed_write_leaves_no_part_and_the_old_file(tmp_path: Path) -> None:
     with replacing(path) as tmp:
         tmp.write_text("new")
     assert [p.name for p in tmp_path.iterdir()] == ["f.cassette"] and path.read_text() == "new"
+
+
+def test_a_killed_writer_s_file_is_removed_by_the_next_write_and_a_live_one_s_is_not(
+    tmp_path: Path,
+) -> None:
+    """One writer is SIGKILLed inside ``replacing``; another is still writing (issue 29)."""
+    path = tmp_path / "junit.xml"
+    hold = (
+        "import sys, time; from pathlib import Path; from replay.cases import replacing\n"
+        "with replacing(Path(sys.argv[1])) as tmp:\n"
+        "    tmp.write_text('half'); print(tmp.name, flush=True); time.sleep(600)\n"
+    )
+    writers = [
+        subprocess.Popen([sys.executable, "-c", hold, str(path)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    killed, living = writers
+    try:
+        parts = [w.stdout.readline().strip() for w in writers if w.stdout]
+        killed.kill()
+        killed.wait(timeout=60)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(parts)
+        write_whole(path, "whole")
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["junit.xml", parts[1]])
+        assert path.read_text() == "whole"
+    finally:
+        for writer in writers:
+            writer.kill()
+            writer.communicate(timeout=60)  # (and its pipe closed)
