@@ -45,8 +45,11 @@ $(NODE_EXAMPLE): examples/node/package-lock.json
 # the tests of one xdist_group (tests/test_install.py's one build) on one process.
 TEST_JOBS ?= 2
 
+# The tests start hundreds of Python processes (the CLI, workers, walled agents); each would
+# compile the project's modules again where PYTHONDONTWRITEBYTECODE is set, so the tests
+# keep bytecode (in __pycache__/, ignored by git) whatever the shell says.
 test: $(VENV)/.dev lint $(NODE_EXAMPLE)
-	$(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup
 	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
 	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools
 

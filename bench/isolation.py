@@ -10,6 +10,11 @@ supervisor; a walled Python agent (the same function, ``--agent`` with
 first trial, which starts the zygote, is one of the many the median leaves
 out). The median of interleaved trials counts.
 
+Then the cost of each LLM call behind the walls: the benchmark's ``httpx_agent``
+(10 calls, one tool call) on an LLM that answers at once, in-process and walled
+(where each call goes through the forwarder, the bridge and the trial's recording
+LLM proxy); per call = (its trial - the start-up trial of the same way) / 10.
+
 Run alone: ``python -m bench.isolation [--quick]``.
 """
 
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ._report import ms, table
+from ._trial_agent import CALLS
 
 TARGET_MS = 50.0
 """The target: a walled trial starts within 50 ms of an in-process one."""
@@ -32,9 +38,10 @@ WAYS = ("in-process", "plain child", "walled", "walled Python agent")
 
 @dataclass(frozen=True)
 class Result:
-    """Median seconds per trial, each way."""
+    """Median seconds per trial, each way; and per LLM call, in-process and walled."""
 
     seconds: dict[str, float]
+    per_call: dict[str, float]
 
     @property
     def added(self) -> float:
@@ -82,18 +89,56 @@ def run(quick: bool = False) -> Result:
                 sandbox(case, agents[way], lambda conn: [], root / f"{i}.cassette",
                         llm_base_url="http://127.0.0.1:9/v1")  # fmt: skip
                 times[way].append(time.perf_counter() - started)
-    return Result({way: statistics.median(times[way]) for way in WAYS})
+        per_call = _per_call(root, 8 if quick else 30)
+    seconds = {way: statistics.median(times[way]) for way in WAYS}
+    start = {"in-process": seconds["in-process"], "walled": seconds["walled Python agent"]}
+    return Result(seconds, {way: max(0.0, t - start[way]) / CALLS for way, t in per_call.items()})
+
+
+def _per_call(root: Path, trials: int) -> dict[str, float]:
+    """Median seconds of a trial of ``httpx_agent`` (``CALLS`` LLM calls), each way."""
+    from replay import load_case, sandbox
+    from replay.agents._command import ChildAgent
+
+    from . import _slow_llm
+    from ._trial_agent import httpx_agent, tools
+
+    (root / "calls.yaml").write_text("id: calls\ninstruction: go\nfixture: calls.sql\n")
+    (root / "calls.sql").write_text("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);\n")
+    case = load_case(root / "calls.yaml")
+    agents = {"in-process": httpx_agent, "walled": ChildAgent("bench._trial_agent:httpx_agent")}
+    times: dict[str, list[float]] = {way: [] for way in agents}
+    server, url = _slow_llm.start(0.0)
+    try:
+        for i in range(trials):
+            for way, agent in agents.items():
+                started = time.perf_counter()
+                sandbox(case, agent, tools, root / f"calls-{i}.cassette", llm_base_url=url)
+                times[way].append(time.perf_counter() - started)
+    finally:
+        server.kill()
+    return {way: statistics.median(t) for way, t in times.items()}
 
 
 def report(result: Result) -> str:
     """The table."""
     base = result.seconds["in-process"]
     rows = [[way, ms(s), ms(s - base)] for way, s in result.seconds.items()]
-    return table(
-        "Trial start-up: a sandbox trial whose agent answers at once",
-        ["agent", "per trial", "over in-process"],
-        rows,
-    )
+    calls = [
+        [way, ms(s), ms(s - result.per_call["in-process"])] for way, s in result.per_call.items()
+    ]
+    return "\n".join([
+        table(
+            "Trial start-up: a sandbox trial whose agent answers at once",
+            ["agent", "per trial", "over in-process"],
+            rows,
+        ),
+        table(
+            f"Each LLM call ({CALLS} a trial, httpx, an LLM that answers at once)",
+            ["agent", "per call", "over in-process"],
+            calls,
+        ),
+    ])  # fmt: skip
 
 
 def main() -> None:

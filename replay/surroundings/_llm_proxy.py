@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import contextvars
 import http.server
+import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from recorder import Recording
 
 from ._loopback import LoopbackServer, serve_in_thread, stop_serving
+
+if TYPE_CHECKING:
+    import httpx
 
 HOP_BY_HOP = frozenset(
     {
@@ -80,6 +84,26 @@ class LlmProxy:
             stop_serving(server)
 
 
+_shared: tuple[int, httpx.Client] | None = None
+_shared_lock = threading.Lock()
+
+
+def _client() -> httpx.Client:
+    """The process's client for every proxy's requests (made once: a new one costs ~25 ms).
+
+    httpx's transports are patched per class and find their trial by context, so one
+    client serves every trial's recording. A forked child makes its own (the parent's
+    kept-alive connections are not its to use).
+    """
+    global _shared
+    import httpx
+
+    with _shared_lock:
+        if _shared is None or _shared[0] != os.getpid():
+            _shared = (os.getpid(), httpx.Client(timeout=TIMEOUT_S))
+        return _shared[1]
+
+
 class _Server(LoopbackServer):
     origin: str
     context: contextvars.Context
@@ -122,14 +146,9 @@ class _Forward(http.server.BaseHTTPRequestHandler):
         self.server.context.copy().run(self._send_on, body, headers)
 
     def _send_on(self, body: bytes, headers: dict[str, str]) -> None:
-        import httpx
-
         url = self.server.origin + self.path
         try:
-            with (
-                httpx.Client(timeout=TIMEOUT_S) as client,
-                client.stream(self.command, url, content=body, headers=headers) as answer,
-            ):
+            with _client().stream(self.command, url, content=body, headers=headers) as answer:
                 self._begun = True
                 self.send_response(answer.status_code)
                 named = {t.strip().lower() for t in answer.headers.get("connection", "").split(",")}
