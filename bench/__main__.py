@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="--quick, with fewer executor trials and no Ray or Dask: that it runs, no figures",
+        help="--quick, with fewer executor trials, one agent, no Ray or Dask: that it runs",
     )
     args = parser.parse_args(argv)
     args.quick = args.quick or args.smoke

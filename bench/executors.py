@@ -145,8 +145,9 @@ def _available(module: str) -> bool:
 def run(quick: bool = False, smoke: bool = False) -> list[Point]:
     """Run the same trials bare and on each available executor, for each agent.
 
-    ``smoke``: only that it runs (the test suite's check): ``SMOKE_TRIALS`` trials, and
-    no Ray or Dask (their clusters' start-up is most of it; ``tests/e2e`` runs them).
+    ``smoke``: only that it runs (the test suite's check): ``SMOKE_TRIALS`` trials of the
+    first agent, and no Ray or Dask (their clusters' start-up is most of it; ``tests/e2e``
+    runs them).
     """
     trials = SMOKE_TRIALS if smoke else QUICK_TRIALS if quick else TRIALS
     server, url = _slow_llm.start(LATENCY)
@@ -165,7 +166,7 @@ def run(quick: bool = False, smoke: bool = False) -> list[Point]:
                 "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);"
             )
             (root / "case.yaml").write_text(CASE)
-            for agent in AGENTS:
+            for agent in AGENTS[:1] if smoke else AGENTS:  # (--smoke: that it runs)
                 points.append(_bare(agent, url, trials))
                 for executor in ["local", *(clusters if agent == AGENTS[0] else [])]:
                     points.append(_harness(root, agent, executor, url, trials))

@@ -16,6 +16,7 @@ from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+pytestmark = pytest.mark.xdist_group("gate")  # one worker builds the store, once
 
 
 @pytest.fixture(scope="module")

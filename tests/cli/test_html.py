@@ -27,6 +27,7 @@ from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+pytestmark = pytest.mark.xdist_group("html")  # one worker builds the store, once
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
