@@ -57,6 +57,7 @@ def run_at_once(
     procs = []
     for i, name in enumerate(names):
         args = ["run", CASE, "--run", name, "-k", str(TRIALS), "-j", "1", "--store", str(store)]
+        args += ["--isolation", "none"]  # (the store is what is tested: no zygote each)
         command = [sys.executable, "-c", AT_THE_BARRIER, str(barrier / f"ready-{i}"), str(go)]
         procs.append(
             subprocess.Popen(

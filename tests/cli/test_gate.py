@@ -15,7 +15,10 @@ from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
-AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
+# In this process, unwalled: what is tested here is what is made of the runs (the walls
+# are tests/e2e's).
+AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools",
+         "--isolation", "none"]  # fmt: skip
 pytestmark = pytest.mark.xdist_group("gate")  # one worker builds the store, once
 
 

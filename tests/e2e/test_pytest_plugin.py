@@ -35,6 +35,11 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+UNRELATED = ["-p", "no:langsmith_plugin", "-p", "no:anyio", "-p", "no:hypothesispytest"]
+"""Other packages' pytest plugins (the frameworks extra's): each test's pytest would spend
+over a second loading them, and ours meets none of them."""
+
+
 def run(
     pytester: pytest.Pytester,
     *args: str,
@@ -47,7 +52,7 @@ def run(
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *UNRELATED, *args)
     finally:
         for key, value in old.items():
             if value is None:
