@@ -27,8 +27,15 @@ def unavailable() -> str | None:
         )
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
-    walls = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--", "true"]
+    # The walls' own options: a sized, private /tmp needs bubblewrap 0.5 (--size, --perms).
+    sized = ["--perms", "1777", "--size", str(2**20), "--tmpfs", "/tmp"]
+    walls = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", *sized, "--", "true"]
     why = _probe(walls, "bubblewrap cannot make namespaces here")
+    if why is not None and _probe([*walls[:5], "--", "true"], "") is None:
+        why = (
+            f"bubblewrap is too old here: the walls size each private folder, which needs "
+            f"bubblewrap 0.5 or later (--size, --perms) ({why.partition(' (')[2].rstrip(')')})"
+        )
     if why is None and _seccomp.supported():  # the watch too: a filter's listener handed over
         watch = [sys.executable, "-I", "-S", "-c", _PROBE, str(Path(__file__).parent)]
         why = _probe(watch, "the kernel does not let a sandbox be watched")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -339,3 +340,34 @@ def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
         "--llm-url", "http://127.0.0.1:9/v1",
     )  # fmt: skip
     assert code == 2 and "the mcp SDK is missing" in err and err.count("\n") == 1, err
+
+
+def test_a_bubblewrap_too_old_for_sized_folders_is_named_and_the_run_goes_unwalled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """bubblewrap before 0.5 has no --size: the walls could not be built, so none are tried."""
+    import replay.agents._choice as isolation
+
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("bubblewrap is not installed: no older one to pretend to be")
+    old = tmp_path / "bin" / "bwrap"
+    old.parent.mkdir()
+    old.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = --size ] && { echo "bwrap: Unknown option --size" >&2; '
+        "exit 1; }; done\n"
+        f'exec {real} "$@"\n'
+    )
+    old.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{old.parent}{os.pathsep}{os.environ['PATH']}")
+    isolation.unavailable.cache_clear()  # asked once a process: ask again, and after the test
+    request.addfinalizer(isolation.unavailable.cache_clear)
+    store = str(tmp_path / "results.db")
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", CASE, "--run", "r", "--store", store, "--llm-url", llm.openai_base_url, *AGENT
+        )
+    assert code == 0, err
+    assert "bubblewrap 0.5 or later (--size, --perms) (bwrap: Unknown option --size)" in err
+    assert [t.verdict for t in Store(store).trials("r")] == ["pass"]
