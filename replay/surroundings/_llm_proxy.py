@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextvars
 import http.server
+import json
 import os
 import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from recorder import Recording
+from recorder import FixtureUnsupported, Recording, SandboxViolation
 
 from ._loopback import LoopbackServer, serve_in_thread, stop_serving
 
@@ -172,15 +173,26 @@ class _Forward(http.server.BaseHTTPRequestHandler):
             self._refused(exc)
 
     def _refused(self, exc: Exception) -> None:
-        """Answer 502 with the reason, as one line (a stream cut once begun: the agent sees it)."""
+        """Answer the reason, as one line (a stream cut once begun: the agent sees it).
+
+        What the harness refuses (a request the cassette does not hold, a host the trial
+        may not reach, a request that is not the LLM's) is 400 with ``x-should-retry:
+        false``, the error body the OpenAI and Anthropic SDKs read: asking again cannot
+        change the answer, and an SDK retrying a 5xx would spend the trial's deadline on
+        it. An LLM that cannot be reached is 502, which clients may retry.
+        """
         self.close_connection = True
         if self._begun:
             return
+        refused = isinstance(exc, (FixtureUnsupported, SandboxViolation, ValueError))
         text = f"agent-replay's LLM proxy: {type(exc).__name__}: {exc}".replace("\n", " ")
-        data = text.encode()
+        kind = "invalid_request_error" if refused else "api_error"
+        data = json.dumps({"type": "error", "error": {"type": kind, "message": text}}).encode()
         try:
-            self.send_response(502)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_response(400 if refused else 502)
+            if refused:
+                self.send_header("x-should-retry", "false")
+            self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

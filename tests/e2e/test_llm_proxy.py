@@ -57,7 +57,7 @@ def test_the_proxy_sends_on_to_the_llm_s_host_alone() -> None:
         with socket.create_connection(("127.0.0.1", port)) as conn:
             target = f"@127.0.0.1:{canary.getsockname()[1]}/"
             conn.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-            assert conn.recv(4096).startswith(b"HTTP/1.1 502")
+            assert conn.recv(4096).startswith(b"HTTP/1.1 400")
         try:
             canary.accept()
             reached = True
@@ -65,3 +65,24 @@ def test_the_proxy_sends_on_to_the_llm_s_host_alone() -> None:
             reached = False
         proxy.close()
     assert not reached
+
+
+def test_a_frozen_miss_is_answered_once_not_retried_and_the_trial_is_unsupported(
+    tmp_path: Path,
+) -> None:
+    """The SDK retries a 5xx (twice, with back-off); a miss is a 400 it must not retry."""
+    (tmp_path / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+    (tmp_path / "case.yaml").write_text("id: echo\ninstruction: say hello back\nfixture: w.sql\n")
+    case, agent = load_case(tmp_path / "case.yaml"), AgentCommand((sys.executable, str(CHILD)))
+    with StubLLM() as llm:
+        sandbox(
+            case, agent, lambda conn: [], tmp_path / "s.cassette", llm_base_url=llm.openai_base_url
+        )
+    changed = case.model_copy(update={"instruction": "say something else"})
+    again = offline(changed, agent, lambda conn: [], read_cassette(tmp_path / "s.cassette"),
+                    tmp_path / "o.cassette")  # fmt: skip
+    assert again.outcome.verdict.value == "unsupported", again.outcome.evidence
+    evidence = " ".join(again.outcome.evidence)
+    assert "fixture unsupported" in evidence and "say something else" in evidence
+    asked = [e for e in read_cassette(tmp_path / "o.cassette").events if isinstance(e, HttpEvent)]
+    assert len(asked) == 1, asked  # asked once: no retry (a 502 was asked three times)
