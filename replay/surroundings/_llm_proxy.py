@@ -101,7 +101,9 @@ def _client() -> httpx.Client:
 
     with _shared_lock:
         if _shared is None or _shared[0] != os.getpid():
-            _shared = (os.getpid(), httpx.Client(timeout=TIMEOUT_S))
+            # (no cap on connections: a run's trials in flight never wait for one another's)
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
+            _shared = (os.getpid(), httpx.Client(timeout=TIMEOUT_S, limits=limits))
         return _shared[1]
 
 
