@@ -17,8 +17,10 @@ DEFAULT_IGNORE_HOSTS: tuple[str, ...] = (
     "api.openai.com/v1/traces",  # openai-agents' trace exporter (on by default)
     "api.smith.langchain.com/runs",  # LangSmith tracing (langchain, langgraph); not its
     "api.smith.langchain.com/otel",  # prompts or datasets, which an agent may read
+    "api.smith.langchain.com/info",  # (the client asks it before tracing)
     "eu.api.smith.langchain.com/runs",
     "eu.api.smith.langchain.com/otel",
+    "eu.api.smith.langchain.com/info",
     "logfire-api.pydantic.dev",  # Logfire (pydantic-ai's instrumentation)
     "logfire-us.pydantic.dev",
     "logfire-eu.pydantic.dev",

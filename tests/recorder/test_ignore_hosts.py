@@ -107,3 +107,19 @@ def test_entries_match_host_port_and_path_prefix(
 ) -> None:
     with record(cassette_path, ignore_hosts=[entry], hooks=Hooks(allowed_hosts=["nowhere"])) as rec:
         assert (rec.ignored(url) is not False) is ignored
+
+
+def test_langsmith_s_server_info_is_ignored_so_tracing_never_makes_a_miss(
+    cassette_path: Path,
+) -> None:
+    """The LangSmith client asks ``GET /info`` before it traces (issue 30, point 4)."""
+    langsmith = pytest.importorskip("langsmith", reason="the frameworks extra is not installed")
+    with record(cassette_path):
+        pass  # the agent's recording: nothing of LangSmith's in it
+    with playback(cassette_path) as player:
+        client = langsmith.Client(
+            api_key="lsv2-test", api_url="https://api.smith.langchain.com", auto_batch_tracing=False
+        )
+        assert client.info is not None
+    assert player.misses == []
+    assert set(player.ignored_calls) == {"api.smith.langchain.com/info"}
