@@ -6,12 +6,23 @@ import asyncio
 import json
 import sqlite3
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
-from recorder import Tool, ToolEvent, ToolSchemaError, read_cassette, record, tool, tool_schema_hash
+from recorder import (
+    Tool,
+    ToolEvent,
+    ToolSchemaError,
+    WarningEvent,
+    read_cassette,
+    record,
+    tool,
+    tool_schema_hash,
+)
+from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
 
 
 class Address(BaseModel):
@@ -188,3 +199,44 @@ def test_schema_hash_pins_the_tool_set() -> None:
     assert tool_schema_hash([a]) == tool_schema_hash([a.openai_schema()])
     assert tool_schema_hash([a]) != tool_schema_hash([tool(a2.fn, name="a")])
     assert len(tool_schema_hash([a, ship])) == 16
+
+
+def _agent_loop(base_url: str, tools: dict[str, Any]) -> str:
+    """A hand-written loop on httpx: the LLM's tool calls go to ``tools``."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "How many mugs?"}]
+    spec = [{"type": "function", "function": {"name": "stock", "parameters": {}}}]
+    with httpx.Client(base_url=base_url) as client:
+        while True:
+            body = {"model": "m", "messages": messages, "tools": spec}
+            message = client.post("/chat/completions", json=body).json()["choices"][0]["message"]
+            if not message.get("tool_calls"):
+                return str(message["content"])
+            messages.append(message)
+            for call in message["tool_calls"]:
+                value = tools[call["function"]["name"]](**json.loads(call["function"]["arguments"]))
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": str(value)})
+
+
+def _warnings(path: Path) -> list[str]:
+    return [e.message for e in read_cassette(path).events if isinstance(e, WarningEvent)]
+
+
+def test_tool_calls_the_llm_asked_for_but_nobody_recorded_are_warned_of(tmp_path: Path) -> None:
+    """Tools left unwrapped: the cassette says so instead of a quiet "ok" (issue 30, point 6)."""
+
+    def stock(sku: str) -> int:
+        return 4
+
+    script = ScriptedPolicy([Reply(tool_calls=(ToolCall("stock", {"sku": "mug"}),) * 2)], "4")
+    with StubLLM(script) as llm:
+        with record(tmp_path / "bare.cassette"):
+            assert _agent_loop(llm.openai_base_url, {"stock": stock}) == "4"
+        with record(tmp_path / "wrapped.cassette"):
+            assert _agent_loop(llm.openai_base_url, {"stock": tool(stock)}) == "4"
+    assert _warnings(tmp_path / "bare.cassette") == [
+        "the LLM asked for 2 tool calls and no tool call was recorded: wrap the agent's tools "
+        "with recorder.tool (or serve them over MCP) so that the cassette holds their calls "
+        "and what they changed"
+    ]
+    assert _warnings(tmp_path / "wrapped.cassette") == []
+    assert len(tool_events(tmp_path / "wrapped.cassette")) == 2
