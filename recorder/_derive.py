@@ -55,6 +55,25 @@ def observed_pins(base: Pins, calls: Sequence[LlmCall]) -> Pins:
     return seen.model_copy(update={**seen.model_dump(exclude_defaults=True), **given})
 
 
+def unwrapped_tools(events: Sequence[Event]) -> str | None:
+    """The warning for a recording whose LLM asked for tool calls none of which was recorded.
+
+    Only calls a later LLM call followed count (the agent ran something and went on): a
+    call that ended the run is often structured output (pydantic-ai's ``final_result``),
+    which no tool answers. None when no tool event is missing (or one was recorded).
+    """
+    if any(isinstance(e, ToolEvent) for e in events):
+        return None
+    asked = sum(len(call.reply_tool_calls) for _, call in llm_calls(events)[:-1])
+    if not asked:
+        return None
+    return (
+        f"the LLM asked for {asked} tool call{'s' * (asked != 1)} and no tool call was "
+        "recorded: wrap the agent's tools with recorder.tool (or serve them over MCP) "
+        "so that the cassette holds their calls and what they changed"
+    )
+
+
 def footer_for(
     events: Sequence[Event],
     *,

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from . import _session
 from ._capture import ChangeCapture
-from ._derive import footer_for, llm_calls
+from ._derive import footer_for, unwrapped_tools
 from ._errors import SandboxViolation
 from ._hooks import Hooks
 from ._ignore import DEFAULT_IGNORE_HOSTS, EMPTY_SUCCESS, IgnoredHosts
@@ -250,19 +250,12 @@ class Recording(Tape):
         except Exception as exc:  # a footer we cannot derive must not cost the cassette its end
             self.warn(f"could not summarise the trial: {type(exc).__name__}: {exc}")
             footer = Footer(status="error", final_answer=self._answer, pins=self._pins)
-        if footer.usage.llm_calls and not footer.usage.tool_calls:
-            self._unwrapped_tools()
+        usage = footer.usage  # (the LLM called again after asking for tools, none recorded)
+        if status == "ok" and usage.llm_calls > 1 and not usage.tool_calls:
+            unwrapped = unwrapped_tools(self._events)
+            if unwrapped:
+                self.warn(unwrapped)
         self._end(footer)
-
-    def _unwrapped_tools(self) -> None:
-        """Warn when the LLM asked for tool calls and none was recorded (unwrapped tools)."""
-        asked = sum(len(call.reply_tool_calls) for _, call in llm_calls(self._events))
-        if asked:
-            self.warn(
-                f"the LLM asked for {asked} tool call{'s' * (asked != 1)} and no tool call was "
-                "recorded: wrap the agent's tools with recorder.tool (or serve them over MCP) "
-                "so that the cassette holds their calls and what they changed"
-            )
 
     # -- what interceptors call ----------------------------------------------
 

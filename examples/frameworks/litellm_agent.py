@@ -88,6 +88,7 @@ def _run_apart(awaitable: Any) -> Any:
     try:
         return loop.run_until_complete(awaited())
     finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
 
 

@@ -275,11 +275,13 @@ def _trial(
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     program = request.get("program")
-    # Out of every collection from now on: the child's first full one (an import or two
-    # can start it) would otherwise write to each object the agent's import made, a
-    # copy-on-write fault a page (~80 ms for httpx's first client, measured in the wall).
+    # Out of the child's collections: its first full one (an import or two can start it)
+    # would otherwise write to each object the agent's import made, a copy-on-write fault a
+    # page (~80 ms for httpx's first client, measured in the wall). The zygote thaws its own.
     gc.freeze()
     child = os.fork()
+    if child:
+        gc.unfreeze()
     if child == 0:
         try:
             os.setsid()

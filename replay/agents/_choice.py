@@ -27,15 +27,24 @@ def unavailable() -> str | None:
         )
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
-    # The walls' own options: a sized, private /tmp needs bubblewrap 0.5 (--size, --perms).
+    # The walls' own options: a sized, private /tmp needs bubblewrap 0.7 (--size), unprivileged.
     sized = ["--perms", "1777", "--size", str(2**20), "--tmpfs", "/tmp"]
     walls = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", *sized, "--", "true"]
     why = _probe(walls, "bubblewrap cannot make namespaces here")
     if why is not None and _probe([*walls[:5], "--", "true"], "") is None:
-        why = (
-            f"bubblewrap is too old here: the walls size each private folder, which needs "
-            f"bubblewrap 0.5 or later (--size, --perms) ({why.partition(' (')[2].rstrip(')')})"
-        )
+        said = why.partition(" (")[2].removesuffix(")")
+        if "Unknown option" in said:
+            why = (
+                "bubblewrap is too old here: the walls size each private folder, which needs "
+                f"bubblewrap 0.7 or later (--size) ({said})"
+            )
+        elif "setuid" in said:
+            why = (
+                "this bubblewrap is setuid, which may not size a private folder (--size): "
+                f"the walls need one that runs in user namespaces ({said})"
+            )
+        else:
+            why = f"bubblewrap cannot make a sized private folder here ({said})"
     if why is None and _seccomp.supported():  # the watch too: a filter's listener handed over
         watch = [sys.executable, "-I", "-S", "-c", _PROBE, str(Path(__file__).parent)]
         why = _probe(watch, "the kernel does not let a sandbox be watched")

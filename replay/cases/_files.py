@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import glob
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +42,8 @@ def replacing(path: Path) -> Iterator[Path]:
         except FileExistsError:
             continue
     try:
-        fcntl.flock(held, fcntl.LOCK_EX)  # ours while we live: see _sweep
+        with contextlib.suppress(OSError):  # (where locks are not kept, the pid alone tells)
+            fcntl.flock(held, fcntl.LOCK_EX)  # ours while we live: see _sweep
         yield tmp
         with tmp.open("rb") as written:
             os.fsync(written.fileno())
@@ -58,16 +60,18 @@ def _sweep(path: Path) -> None:
 
     One is abandoned when the pid in its name runs no process here and nobody holds
     its lock (a writer in another pid namespace still does; a recycled pid only
-    keeps a file a while longer).
+    keeps a file a while longer). Names not made by ``replacing`` are left alone.
     """
-    for stale in glob.glob(glob.escape(str(path.with_name(f".{path.name}."))) + "*-*.part"):
-        pid = Path(stale).name[len(path.name) + 2 :].partition("-")[0]
-        if not pid.isdigit() or _running(int(pid)):
+    ours = re.compile(rf"\.{re.escape(path.name)}\.([0-9]{{1,9}})-[0-9a-f]{{8}}\.part")
+    pattern = glob.escape(str(path.with_name(f".{path.name}."))) + "*.part"
+    for stale in glob.glob(pattern):
+        named = ours.fullmatch(os.path.basename(stale))
+        if named is None or _running(int(named.group(1))):
             continue
-        try:
-            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW)
+        try:  # (not blocking on a FIFO, not following a link someone put there)
+            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
-            continue  # gone, or not a file of ours
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.unlink(stale)

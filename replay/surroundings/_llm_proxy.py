@@ -13,6 +13,7 @@ the agent chunk by chunk as the LLM sends it.
 from __future__ import annotations
 
 import contextvars
+import http.cookiejar
 import http.server
 import json
 import os
@@ -101,9 +102,12 @@ def _client() -> httpx.Client:
 
     with _shared_lock:
         if _shared is None or _shared[0] != os.getpid():
-            # (no cap on connections: a run's trials in flight never wait for one another's)
+            # No cap on connections (a run's trials in flight never wait for one another's),
+            # and no cookie kept: one trial's would be sent with the next trial's requests.
             limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
-            _shared = (os.getpid(), httpx.Client(timeout=TIMEOUT_S, limits=limits))
+            jar = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+            client = httpx.Client(timeout=TIMEOUT_S, limits=limits, cookies=jar)
+            _shared = (os.getpid(), client)
         return _shared[1]
 
 

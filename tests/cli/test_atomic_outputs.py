@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,23 @@ def test_a_killed_writer_s_file_is_removed_by_the_next_write_and_a_live_one_s_is
         for writer in writers:
             writer.kill()
             writer.communicate(timeout=60)  # (and its pipe closed)
+
+
+def test_files_beside_it_that_replacing_did_not_name_are_left_alone(tmp_path: Path) -> None:
+    """A sweep removes only ``.NAME.PID-HEX.part`` files of dead writers, whatever else is there."""
+    path = tmp_path / "junit.xml"
+    others = [
+        ".junit.xml.99999999999999999999-0a1b2c3d.part",  # no pid fits
+        ".junit.xml.\u00b2-0a1b2c3d.part",  # a digit to str.isdigit, not to int
+        ".junit.xml.5-x.part",
+        ".junit.xml.b.1-0a1b2c3d.part",  # another file's, ".junit.xml.b"
+        "junit.xml.1-0a1b2c3d.part",
+    ]
+    for name in others:
+        (tmp_path / name).write_text("someone's")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    os.mkfifo(tmp_path / f".junit.xml.{gone}-0a1b2c3d.part")  # a dead writer's: no hang
+    write_whole(path, "whole")
+    assert path.read_text() == "whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["junit.xml", *others])

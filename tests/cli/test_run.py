@@ -345,7 +345,7 @@ def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
 def test_a_bubblewrap_too_old_for_sized_folders_is_named_and_the_run_goes_unwalled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    """bubblewrap before 0.5 has no --size: the walls could not be built, so none are tried."""
+    """bubblewrap before 0.7 has no --size: the walls could not be built, so none are tried."""
     import replay.agents._choice as isolation
 
     real = shutil.which("bwrap")
@@ -369,5 +369,5 @@ def test_a_bubblewrap_too_old_for_sized_folders_is_named_and_the_run_goes_unwall
             "run", CASE, "--run", "r", "--store", store, "--llm-url", llm.openai_base_url, *AGENT
         )
     assert code == 0, err
-    assert "bubblewrap 0.5 or later (--size, --perms) (bwrap: Unknown option --size)" in err
+    assert "bubblewrap 0.7 or later (--size) (bwrap: Unknown option --size)" in err
     assert [t.verdict for t in Store(store).trials("r")] == ["pass"]

@@ -86,3 +86,38 @@ def test_a_frozen_miss_is_answered_once_not_retried_and_the_trial_is_unsupported
     assert "fixture unsupported" in evidence and "say something else" in evidence
     asked = [e for e in read_cassette(tmp_path / "o.cassette").events if isinstance(e, HttpEvent)]
     assert len(asked) == 1, asked  # asked once: no retry (a 502 was asked three times)
+
+
+def test_a_cookie_the_llm_sets_in_one_trial_is_never_sent_in_another() -> None:
+    """The proxies of a process share one HTTP client: it keeps no cookie jar between them."""
+    import http.server
+    import threading
+    import urllib.request
+
+    class Llm(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            said = (self.headers.get("Cookie") or "none").encode()
+            self.send_response(200)
+            self.send_header("Set-Cookie", "__cf_bm=trial-one; Path=/")
+            self.send_header("Content-Length", str(len(said)))
+            self.end_headers()
+            self.wfile.write(said)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    from replay.surroundings._llm_proxy import LlmProxy
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Llm)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        seen = []
+        for _ in range(2):  # two trials, one after the other
+            proxy = LlmProxy(f"http://127.0.0.1:{server.server_address[1]}/v1")
+            with urllib.request.urlopen(proxy.url + "/models", timeout=60) as answer:
+                seen.append(answer.read())
+            proxy.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [b"none", b"none"]

@@ -240,3 +240,15 @@ def test_tool_calls_the_llm_asked_for_but_nobody_recorded_are_warned_of(tmp_path
     ]
     assert _warnings(tmp_path / "wrapped.cassette") == []
     assert len(tool_events(tmp_path / "wrapped.cassette")) == 2
+
+
+def test_a_tool_call_that_ends_the_run_is_structured_output_and_not_warned_of(
+    tmp_path: Path,
+) -> None:
+    """pydantic-ai's ``final_result``: the answer comes as a tool call no tool runs."""
+    script = ScriptedPolicy([Reply(tool_calls=(ToolCall("final_result", {"count": 4}),))])
+    with StubLLM(script) as llm, record(tmp_path / "s.cassette"), httpx.Client() as client:
+        body = {"model": "m", "messages": [{"role": "user", "content": "How many mugs?"}]}
+        reply = client.post(llm.openai_base_url + "/chat/completions", json=body).json()
+        assert reply["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "final_result"
+    assert _warnings(tmp_path / "s.cassette") == []
