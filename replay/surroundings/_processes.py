@@ -51,22 +51,35 @@ TRACKER = Tracker()
 
 
 def _children() -> list[int]:
-    """This process's children in its own session (its threads' ``children`` lists: cheap)."""
-    session, found = os.getsid(0), []
-    try:
-        threads = os.listdir("/proc/self/task")
-    except OSError:
-        return []
-    for thread in threads:
+    """This process's children in its own session (its threads' ``children`` lists: cheap).
+
+    A thread that exits meanwhile hands its children to another thread, perhaps one
+    already read: the lists are read again while the threads change, and after a few
+    tries every process's parent is read instead.
+    """
+    session = os.getsid(0)
+    for _ in range(5):
         try:
-            with open(f"/proc/self/task/{thread}/children", encoding="ascii") as children:
-                pids = [int(pid) for pid in children.read().split()]
-        except (OSError, ValueError):
-            continue  # (a thread gone in between)
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                if os.getsid(pid) == session:
-                    found.append(pid)
+            threads = os.listdir("/proc/self/task")
+        except OSError:
+            return []
+        pids: list[int] = []
+        for thread in threads:
+            try:
+                with open(f"/proc/self/task/{thread}/children", encoding="ascii") as children:
+                    pids += [int(pid) for pid in children.read().split()]
+            except (OSError, ValueError):
+                continue  # (a thread gone in between: the list is read again)
+        if os.listdir("/proc/self/task") == threads:
+            break
+    else:
+        me = os.getpid()
+        pids = [pid for pid, parent in _parents().items() if parent == me]
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == session:
+                found.append(pid)
     return found
 
 

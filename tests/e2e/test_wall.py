@@ -149,7 +149,10 @@ def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_end
         "--isolation", "none", "--llm-url", "http://127.0.0.1:9/v1",
     )  # fmt: skip
     assert code == 0, err
-    assert set(_sleeping()) <= set(before)
+    from replay.surroundings._processes import TRACKER, _children
+
+    left = set(_sleeping()) - set(before)
+    assert not left, (left, err, TRACKER._running, _children())  # (what to look at if not)
     (trial,) = Store(".replay/results.db").trials("leaves")
     warnings = [e.message for e in read_cassette(trial.cassette).events if e.kind == "warning"]
     assert "the agent left 4 processes running: they were stopped" in warnings
