@@ -317,6 +317,25 @@ def test_a_case_naming_what_its_fixture_lacks_is_refused_before_any_trial(
     assert not Path(store).exists() or Store(store).run("typo") is None
 
 
+def _run_asking_for_walls_again(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> tuple[int, str, str]:
+    """A sandbox run of the demo case, the walls' availability asked anew (and after the test).
+
+    Returns the exit code, stderr and the store's path.
+    """
+    import replay.agents._choice as isolation
+
+    isolation.unavailable.cache_clear()  # asked once a process
+    request.addfinalizer(isolation.unavailable.cache_clear)
+    store = str(tmp_path / "results.db")
+    with StubLLM(refund_policy()) as llm:
+        code, _, err = replay(
+            "run", CASE, "--run", "r", "--store", store, "--llm-url", llm.openai_base_url, *AGENT
+        )
+    return code, err, store
+
+
 def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
@@ -324,13 +343,7 @@ def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
     import replay.agents._choice as isolation
 
     monkeypatch.setattr(isolation, "sdk_missing", lambda: "No module named 'mcp'")
-    isolation.unavailable.cache_clear()  # asked once a process: ask again, and after the test
-    request.addfinalizer(isolation.unavailable.cache_clear)
-    store = str(tmp_path / "results.db")
-    with StubLLM(refund_policy()) as llm:
-        code, _, err = replay(
-            "run", CASE, "--run", "r", "--store", store, "--llm-url", llm.openai_base_url, *AGENT
-        )
+    code, err, store = _run_asking_for_walls_again(tmp_path, request)
     assert code == 0, err
     assert "the mcp SDK is missing (No module named 'mcp'): pip install 'agent-replay[mcp]'" in err
     assert "(--isolation none" in err
@@ -346,8 +359,6 @@ def test_a_bubblewrap_too_old_for_sized_folders_is_named_and_the_run_goes_unwall
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """bubblewrap before 0.7 has no --size: the walls could not be built, so none are tried."""
-    import replay.agents._choice as isolation
-
     real = shutil.which("bwrap")
     if real is None:
         pytest.skip("bubblewrap is not installed: no older one to pretend to be")
@@ -361,13 +372,7 @@ def test_a_bubblewrap_too_old_for_sized_folders_is_named_and_the_run_goes_unwall
     )
     old.chmod(0o755)
     monkeypatch.setenv("PATH", f"{old.parent}{os.pathsep}{os.environ['PATH']}")
-    isolation.unavailable.cache_clear()  # asked once a process: ask again, and after the test
-    request.addfinalizer(isolation.unavailable.cache_clear)
-    store = str(tmp_path / "results.db")
-    with StubLLM(refund_policy()) as llm:
-        code, _, err = replay(
-            "run", CASE, "--run", "r", "--store", store, "--llm-url", llm.openai_base_url, *AGENT
-        )
+    code, err, store = _run_asking_for_walls_again(tmp_path, request)
     assert code == 0, err
     assert "bubblewrap 0.7 or later (--size) (bwrap: Unknown option --size)" in err
     assert [t.verdict for t in Store(store).trials("r")] == ["pass"]
