@@ -9,6 +9,7 @@ import click
 from recorder import ConfigError
 from replay import ExitCode, GradeRecord, load_case, review
 from replay.graders import resolve
+from replay.modes import load_callable
 
 from ..plugins import printable
 
@@ -16,7 +17,14 @@ from ..plugins import printable
 @click.command()
 @click.argument("cassette", type=click.Path(path_type=Path))
 @click.option("--case", "case_path", required=True, type=click.Path(path_type=Path))
-def grade(cassette: Path, case_path: Path) -> None:
+@click.option(
+    "--tools",
+    metavar="MOD:FN",
+    help="The case's tool factory (taking the world's connection): `match_reference` "
+    "runs the case's reference solution with it (a tau2 airline case: "
+    "replay.tau2:airline_tools).",
+)
+def grade(cassette: Path, case_path: Path, tools: str | None) -> None:
     """Grade a recorded CASSETTE again against CASE (nothing runs).
 
     Exit 0 when the trial passes; 1 when it failed (verdict fail, or an error
@@ -28,7 +36,8 @@ def grade(cassette: Path, case_path: Path) -> None:
         resolve(case.grader_uses, strict=True)
     except ConfigError as exc:
         raise ConfigError(f"{case_path}: {exc}") from None
-    result = review(case, cassette)
+    factory = load_callable(tools) if tools else None
+    result = review(case, cassette, tools=factory)
     click.echo(printable(f"{result.case_id}: {result.outcome.verdict.value}"))
     for g in result.outcome.grades:
         credit = GradeRecord.of(g).partial_credit  # under weighted or hybrid scoring

@@ -144,3 +144,16 @@ def test_document_collections_are_checked_by_name_their_fields_are_open(tmp_path
         code == 2
         and "assertion 1 names table 'user', which the fixture has no (tables: users)" in err
     )
+
+
+def test_grade_runs_match_reference_with_the_case_s_tools(tmp_path: Path) -> None:
+    case = variant(tmp_path, "ref.yaml", "tags: [refunds, critical]", "match_reference: {}")
+    golden = str(REPO / "cassettes" / "refund-4812.cassette")
+    code, out, _ = replay("grade", golden, "--case", str(case))
+    assert code == 3, out  # not judged: the reference solution cannot run without the tools
+    assert "give the case's --tools" in out
+    code, out, _ = replay("grade", golden, "--case", str(case), *TOOLS)
+    assert (code, out.splitlines()[0]) == (0, "refund-4812: pass"), out
+    assert "matches_reference: pass" in out
+    code, _, err = replay("grade", golden, "--case", str(case), "--tools", "examples.shop:nope")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
