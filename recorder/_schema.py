@@ -319,7 +319,8 @@ class Footer(_Record):
 
     kind: Literal["footer"] = "footer"
     status: Literal["ok", "error"]
-    """'error' when an exception escaped the agent code."""
+    """'error' when an exception escaped the agent code, or the recording stopped early
+    (``stopped`` says where and why: the cassette is not the whole run)."""
     final_answer: str | None = None
     """The agent's final answer, if it gave one."""
     usage: Usage = Field(default_factory=Usage)

@@ -185,8 +185,8 @@ class Tape:
             writer, self._writer = self._writer, None
             if writer is None:
                 return  # it never started: nothing to close, no cassette
-            if self._stopped is not None:
-                footer = footer.model_copy(update={"stopped": self._stopped})
+            if self._stopped is not None:  # never ok: the cassette is not the whole run
+                footer = footer.model_copy(update={"stopped": self._stopped, "status": "error"})
             try:
                 writer.close(footer)
             except Exception as exc:  # the file ends on its last complete event

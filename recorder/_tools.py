@@ -21,6 +21,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 import pydantic
 from pydantic_core import to_jsonable_python
 
+from ._context import context_parameters, is_context
 from ._errors import ToolSchemaError
 from ._llm import short_hash
 from ._recording import Recording
@@ -101,6 +102,8 @@ def _build_schema(fn: Callable[..., Any], name: str) -> dict[str, Any]:
             continue  # *args/**kwargs have no names to offer a model
         if param.name in _BOUND and param is first:
             continue  # a method's receiver is not the model's to give
+        if is_context(hints.get(param.name, param.annotation)):
+            continue  # the framework's run context (``_context``): not the model's either
         default = ... if param.default is param.empty else param.default
         info = pydantic.Field(default, description=described.get(param.name))
         fields[param.name] = (hints.get(param.name, Any), info)
@@ -129,6 +132,8 @@ class Tool(Generic[P, R]):
         description: First paragraph of the docstring, unless given.
         writes: Whether the tool changes the world (recorded as its effect).
         parameters: JSON schema of its arguments, from the type hints unless given.
+        context: The parameters its framework fills (``RunContext``...: ``_context``),
+            in neither its schema nor its recorded arguments; passed on untouched.
     """
 
     def __init__(
@@ -151,6 +156,7 @@ class Tool(Generic[P, R]):
         self._sig = inspect.signature(fn)
         first = next(iter(self._sig.parameters), None)
         self._receiver = {first} if first in _BOUND else set()
+        self.context = context_parameters(fn) - self._receiver
         self._var_keyword = next(
             (p.name for p in self._sig.parameters.values() if p.kind is p.VAR_KEYWORD), None
         )
@@ -197,6 +203,8 @@ class Tool(Generic[P, R]):
     def arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The call's arguments by name, defaults filled in: what a recording stores.
 
+        The framework's context (``context``) is not among them.
+
         Raises:
             TypeError: The arguments do not fit the signature.
         """
@@ -204,7 +212,7 @@ class Tool(Generic[P, R]):
         bound.apply_defaults()
         arguments: dict[str, Any] = {}
         for name, value in bound.arguments.items():
-            if name in self._receiver:
+            if name in self._receiver or name in self.context:
                 continue
             if name == self._var_keyword:  # **kwargs: recorded as the arguments they are
                 arguments.update(value)

@@ -31,12 +31,17 @@ def make_tools(conn: sqlite3.Connection) -> list[Tool[..., Any]]:
             sku: The item's code.
             qty: How many to reserve.
         """
-        row = conn.execute("SELECT stock FROM items WHERE sku = ?", (sku,)).fetchone()
-        if row is None or row[0] < qty:
-            return {"error": f"cannot reserve {qty} of {sku!r}"}
-        conn.execute("UPDATE items SET stock = stock - ? WHERE sku = ?", (qty, sku))
-        cursor = conn.execute("INSERT INTO reservations (sku, qty) VALUES (?, ?)", (sku, qty))
-        conn.commit()
-        return {"reservation": cursor.lastrowid, "sku": sku, "qty": qty}
+        return reserve_in(conn, sku, qty)
 
     return [tool(check_stock), tool(reserve, writes=True)]
+
+
+def reserve_in(conn: sqlite3.Connection, sku: str, qty: int) -> dict[str, Any]:
+    """Take ``qty`` of ``sku`` off the stock into a new reservation, if there are that many."""
+    row = conn.execute("SELECT stock FROM items WHERE sku = ?", (sku,)).fetchone()
+    if row is None or row[0] < qty:
+        return {"error": f"cannot reserve {qty} of {sku!r}"}
+    conn.execute("UPDATE items SET stock = stock - ? WHERE sku = ?", (qty, sku))
+    cursor = conn.execute("INSERT INTO reservations (sku, qty) VALUES (?, ?)", (sku, qty))
+    conn.commit()
+    return {"reservation": cursor.lastrowid, "sku": sku, "qty": qty}

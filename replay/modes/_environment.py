@@ -127,7 +127,8 @@ def as_function(
     and docstring, and is ``async`` when the tool is: a framework builds from
     it the schema it builds from the tool's own function, and awaits it when
     it should. Arguments are bound against that signature, positionally or by
-    name, as the framework passes them.
+    name, as the framework passes them; a context the framework fills
+    (``Tool.context``: ``RunContext``...) stays with the agent, unsent.
     """
     name, signature = original.name, original.signature
 
@@ -136,6 +137,8 @@ def as_function(
         bound.apply_defaults()
         out: dict[str, Any] = {}
         for key, value in bound.arguments.items():
+            if key in original.context:
+                continue  # the framework's context stays with the agent (``Tool.context``)
             if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
                 out.update(value)
             else:
@@ -231,6 +234,9 @@ def dispatcher(
     def call_tool(name: str, arguments: Mapping[str, Any]) -> Any:
         if name not in by_name:
             raise LookupError(f"unknown tool {name!r}; the environment has {', '.join(by_name)}")
-        return by_name[name](**arguments)
+        called = by_name[name]
+        # A framework's context cannot cross to where the harness runs a tool: None there.
+        context = {c: None for c in getattr(called, "context", ()) if c not in arguments}
+        return called(**context, **arguments)
 
     return call_tool

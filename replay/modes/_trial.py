@@ -268,6 +268,9 @@ def graded(
         outcome = Outcome(Verdict.ERROR, None, (), Cause.USER, (user.failure,))
     elif failed := server_failures(cassette):
         outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.SERVER, failed)
+    elif summary.stopped is not None:  # what the agent did after it is not in the cassette
+        why = (summary.stopped.describe(),)
+        outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.HARNESS, why)
     elif summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
         errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]
         detail = tuple(f"agent raised {e.error.type}: {e.error.message}" for e in errors)

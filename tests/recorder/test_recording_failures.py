@@ -120,6 +120,7 @@ def test_a_disk_filling_mid_session_stops_the_recording_not_the_agent(
     assert 0 < stopped.events == len(cassette.events) < len(full.events)
     assert [e.kind for e in cassette.events] == [e.kind for e in full.events][: stopped.events]
     assert cassette.footer.final_answer == unrecorded
+    assert cassette.footer.status == "error"
     (warning,) = warnings_of(caplog)
     assert str(out) in warning and "No space left on device" in warning
     code, _, err = replay("show", str(out))
@@ -228,6 +229,7 @@ def test_a_record_that_cannot_be_encoded_stops_the_recording(
     assert [e.result for e in cassette.events] == ["before"]  # type: ignore[union-attr]
     assert cassette.footer is not None and cassette.footer.stopped == rec.stopped
     assert rec.stopped is not None and rec.stopped.lost == "tool order_key"
+    assert cassette.footer.status == "error"  # never ok: the cassette is not the whole run
     (warning,) = warnings_of(caplog)
     assert "could not write tool order_key (ValueError: the record holds an integer" in warning
     with pytest.raises(RecordingFailed, match="could not write tool order_key"):
