@@ -327,7 +327,7 @@ def _trial(
 
         def watch() -> None:
             while not done.is_set():
-                why = usage(child, private, memory).over(memory, tasks)
+                why = usage(child, private, memory, here=True).over(memory, tasks)
                 if why is not None:
                     over.append(("pids" if "--trial-pids" in why else "memory", why))
                     with contextlib.suppress(OSError):

@@ -41,7 +41,9 @@ def resident_mb(root: int) -> int:
     return usage(root).mb
 
 
-def usage(root: int, private: Sequence[str] = (), cap_mb: int | None = None) -> Usage:
+def usage(
+    root: int, private: Sequence[str] = (), cap_mb: int | None = None, *, here: bool = False
+) -> Usage:
     """What ``root`` and its descendants hold, with what they stored in ``private`` folders.
 
     Resident memory is counted as pages resident (cheap, and counting a page each
@@ -49,7 +51,8 @@ def usage(root: int, private: Sequence[str] = (), cap_mb: int | None = None) -> 
     process's proportional share (``Pss``: a forked child's pages shared with its
     parent counted once in all), which is what decides. The folders are looked at as
     the tree's first process in a sandbox sees them (another mount namespace than
-    this one's; else ``root`` itself).
+    this one's); with none there (a sandbox not yet made, or gone), nothing is stored,
+    unless ``here``: this process is in the sandbox, its folders are the tree's.
     """
     parents: dict[int, int] = {}
     threads: dict[int, int] = {}
@@ -74,7 +77,11 @@ def usage(root: int, private: Sequence[str] = (), cap_mb: int | None = None) -> 
                 total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, ValueError, IndexError):
             continue
-    kept, full = stored(_inside(sorted(tree)) or root, private)
+    inside = _inside(sorted(tree))
+    if inside is not None:  # (its own folders only: a sandbox being made still sees ours)
+        kept, full = stored(inside, private, mounted=True)
+    else:
+        kept, full = stored(root, private) if here else (0, None)
     if cap_mb is not None and (total + kept) // 2**20 > cap_mb:
         total = sum(_proportional(pid) for pid in tree)
     return Usage((total + kept) // 2**20, sum(threads.get(p, 0) for p in tree), full)
@@ -107,14 +114,18 @@ def _inside(tree: list[int]) -> int | None:
     return None
 
 
-def stored(pid: int, private: Sequence[str]) -> tuple[int, str | None]:
-    """Bytes stored in the ``private`` tmpfs as ``pid`` sees them, and one that is full."""
+def stored(pid: int, private: Sequence[str], mounted: bool = False) -> tuple[int, str | None]:
+    """Bytes stored in the ``private`` tmpfs as ``pid`` sees them, and one that is full.
+
+    ``mounted``: count only the folders mounted anew for ``pid`` (on another device than
+    this process sees there), not the host's own that a sandbox being made still sees.
+    """
     stored, full, seen = 0, None, set()
     for path in private:
         where = f"/proc/{pid}/root{path}"
         try:
             device = os.stat(where).st_dev
-            if device in seen:
+            if device in seen or (mounted and device == os.stat(path).st_dev):
                 continue
             seen.add(device)
             fs = os.statvfs(where)

@@ -24,6 +24,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -52,6 +53,9 @@ class ServerWall(Protocol):
         self, command: Sequence[str], writable: Sequence[str]
     ) -> contextlib.AbstractContextManager[list[str]]:
         """The walled command for ``command``, which may write in ``writable`` alone."""
+
+    def over(self, pid: int) -> str | None:
+        """Why the server started as ``pid`` is past the trial's caps (memory, processes)."""
 
 
 class McpServerFailed(ReplayError):
@@ -271,9 +275,10 @@ class StdioUpstream(Upstream):
             raise McpServerFailed(
                 f"MCP server {self.name!r} ({' '.join(self._command)}) did not start: {exc}"
             ) from None
+        watched = [self._watch] if self._wall is not None else []
         self._threads = [
             threading.Thread(target=target, name=f"mcp-{self.name}", daemon=True)
-            for target in (self._read, self._drain)
+            for target in (self._read, self._drain, *watched)
         ]
         for thread in self._threads:
             thread.start()
@@ -302,6 +307,16 @@ class StdioUpstream(Upstream):
             self._threads[1].join(timeout=1)  # its last words on stderr, read to the end
             said = f": {self._stderr[-1]}" if self._stderr else ""
             self.fail(f"MCP server {self.name!r} exited (code {code}){said}")
+
+    def _watch(self) -> None:
+        """Stop the server once it holds more than the trial's caps, as its failure."""
+        assert self._process is not None
+        assert self._wall is not None
+        while self._process.poll() is None and not self._closing:
+            why = self._wall.over(self._process.pid)
+            if why is not None:
+                return self.fail(f"MCP server {self.name!r} {why}")
+            time.sleep(0.1)
 
     def _drain(self) -> None:
         assert self._process is not None

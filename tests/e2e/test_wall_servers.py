@@ -38,7 +38,7 @@ PLANTED = "sk-planted-harness-secret-0042"
 HANG_GUARD_S = 600
 
 
-def _run(tmp_path: Path, name: str, steps: list[object]) -> tuple[int, str, int]:
+def _run(tmp_path: Path, name: str, steps: list[object], *more: str) -> tuple[int, str, int]:
     """``replay run`` of one case in a process of its own: exit code, stderr, peak RSS (KiB)."""
     case = tmp_path / f"{name}.yaml"
     (tmp_path / "empty.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
@@ -51,6 +51,7 @@ def _run(tmp_path: Path, name: str, steps: list[object]) -> tuple[int, str, int]
         "--agent", "tests.replay.mcp_agents:scripted",
         "--tools", "tests.replay.mcp_agents:no_tools", "--isolation", "process",
         "--mcp-server", f"test={sys.executable} {SERVER}", "--llm-url", "http://127.0.0.1:9/v1",
+        *more,
     ]  # fmt: skip
     err = tmp_path / f"{name}.err"
     with open(err, "w") as said:
@@ -93,3 +94,16 @@ def test_a_hostile_server_reads_nothing_and_its_flood_is_refused_unheld(
         assert [got for path, got in peeked.items() if not path.endswith("environ")] == [
             "failed: FileNotFoundError"
         ] * 2
+
+
+def test_a_server_past_the_trial_s_memory_is_stopped_as_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(Path(__file__).parents[2])
+    hog = [["call", "hog", {"mb": 600}]]
+    code, err, _ = _run(tmp_path, "hog", hog, "--trial-memory", "256")
+    assert code == 3, err  # the server's failure: the trial could not be judged
+    (trial,) = Store(str(tmp_path / ".replay" / "results.db")).trials("hog")
+    assert (trial.verdict, trial.cause) == ("error", "server"), trial
+    (detail,) = trial.cause_detail
+    assert "MCP server 'test' held" in detail and "more than its 256 MB (--trial-memory)" in detail
