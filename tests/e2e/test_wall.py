@@ -108,6 +108,7 @@ def test_a_walled_agent_reads_nothing_of_the_host_and_is_no_root(project: Path) 
     assert {("read", path) for path in given.values()} <= seen, seen
 
 
+@pytest.mark.xdist_group("wall-kids")  # (each looks for the processes both start)
 @pytest.mark.parametrize("folder", ["/tmp", "/dev/shm"])
 def test_filling_a_private_tmpfs_is_a_memory_limit(project: Path, folder: str) -> None:
     before = set(os.listdir("/dev/shm"))
@@ -119,14 +120,23 @@ def test_filling_a_private_tmpfs_is_a_memory_limit(project: Path, folder: str) -
     assert (trial.verdict, trial.cause, trial.guards) == ("error", "limit", ("memory",))
     assert "--trial-memory" in trial.cause_detail[0]
     assert set(os.listdir("/dev/shm")) <= before  # nothing of it is on the host
+    assert not _kids()  # (the process it started before filling: stopped with it)
 
 
+@pytest.mark.xdist_group("wall-kids")
 def test_a_fork_loop_ends_at_the_pid_limit_and_leaves_nothing_running(project: Path) -> None:
+    before = set(os.listdir("/dev/shm"))
     code, err = _run(project, _case(project, "forks", "forks 2000"), "forks", "--trial-pids", "64")
     assert code == 1, err
     (trial,) = Store(".replay/results.db").trials("forks")
     assert (trial.verdict, trial.cause, trial.guards) == ("error", "limit", ("pids",))
     assert "--trial-pids" in trial.cause_detail[0]
+    assert not _kids()
+    assert set(os.listdir("/dev/shm")) <= before
+
+
+def _kids() -> list[str]:
+    """The processes the wall agents started (``replay-wall-kid``) still running."""
     left = []
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
@@ -135,7 +145,7 @@ def test_a_fork_loop_ends_at_the_pid_limit_and_leaves_nothing_running(project: P
             )
         except OSError:
             continue
-    assert not left
+    return left
 
 
 def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_ends(

@@ -74,7 +74,7 @@ def test_a_hostile_server_reads_nothing_and_its_flood_is_refused_unheld(
     monkeypatch.chdir(Path(__file__).parents[2])  # (the agent's code: this project's tests)
     store = tmp_path / ".replay" / "results.db"
     store.parent.mkdir()
-    peek = ["call", "peek", {"paths": [str(store), "/etc/shadow"]}]
+    peek = ["call", "peek", {"paths": [str(store), "/etc/shadow", "/proc/self/status"]}]
     with ThreadPoolExecutor(2) as both:  # (at once: each process's peak is its own)
         calm_run = both.submit(_run, tmp_path, "peek", [peek])
         flood_run = both.submit(_run, tmp_path, "flood", [peek, ["call", "flood", {}]])
@@ -91,9 +91,16 @@ def test_a_hostile_server_reads_nothing_and_its_flood_is_refused_unheld(
         peeked = json.loads(answer.splitlines()[0].removeprefix("peek: "))
         assert all(got.startswith("failed") or PLANTED not in got for got in peeked.values())
         assert PLANTED not in answer
-        assert [got for path, got in peeked.items() if not path.endswith("environ")] == [
-            "failed: FileNotFoundError"
-        ] * 2
+        assert [
+            got for path, got in peeked.items() if not path.endswith(("environ", "status"))
+        ] == ["failed: FileNotFoundError"] * 2
+        status = dict(
+            line.split(":\t", 1)
+            for line in peeked["/proc/self/status"].splitlines()
+            if ":\t" in line
+        )  # the server's own: not root, no capability, no privilege to gain, filtered
+        assert status["Uid"].split()[0] != "0" and status["CapEff"] == "0000000000000000"
+        assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2"
 
 
 def test_a_server_past_the_trial_s_memory_is_stopped_as_failed(

@@ -29,8 +29,10 @@ def reads(instruction: str, env: object) -> str:
 
 
 def fill(instruction: str, env: object) -> str:
-    """Write ``MB`` megabytes to a file in ``FOLDER``, as far as it goes."""
+    """Start a process that sleeps (``replay-wall-kid``), then write ``MB`` megabytes to a
+    file in ``FOLDER``, as far as it goes."""
     _, folder, size = instruction.split()
+    forks("forks 1", env)
     wrote = 0
     try:
         with open(os.path.join(folder, "big"), "wb") as big:
