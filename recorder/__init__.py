@@ -31,7 +31,7 @@ from ._errors import (
 from ._hooks import Hooks
 from ._ignore import DEFAULT_IGNORE_HOSTS
 from ._llm import LlmCall, LlmToolCall, llm_call
-from ._playback import Playback, playback
+from ._playback import Playback, playback, refusal
 from ._reader import Cassette, holds_events, read_cassette, read_header
 from ._recording import Recording, __version__, record
 from ._redact import Redaction
@@ -133,6 +133,7 @@ __all__ = [
     "read_cassette",
     "read_header",
     "record",
+    "refusal",
     "secret_named",
     "tool",
     "tool_schema_hash",

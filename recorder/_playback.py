@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -44,6 +45,10 @@ class Playback:
         secrets: Values scrubbed from live requests before they are matched (the
             ones the recording was told of), besides the credentials learned from
             the requests themselves.
+        refuse: Answer a miss with ``refusal`` (HTTP 400 that no SDK retries, the
+            miss in its error body) instead of raising it; it counts in ``misses``
+            all the same. What the harness's frozen LLM does: an SDK wraps a raised
+            miss as a connection error and asks again, a 400 it reports at once.
 
     Raises:
         ValueError: ``match_on`` names a matcher ``HTTP_MATCHERS`` does not hold.
@@ -58,7 +63,9 @@ class Playback:
         ignore_hosts: Iterable[str] | None = None,
         match_on: Sequence[str] = HTTP_MATCH_ON,
         secrets: Secrets | Iterable[str] = (),
+        refuse: bool = False,
     ) -> None:
+        self.refuse = refuse
         self.cassette = cassette if isinstance(cassette, Cassette) else read_cassette(cassette)
         if ignore_hosts is None:
             ignore_hosts = self.cassette.header.ignore_hosts
@@ -117,7 +124,13 @@ class Playback:
             via: The client it came through, named in a miss.
         """
         redacted = self.redaction.redact_request(request, self.secrets)
-        return self.answers.answer(redacted, what=_describe(redacted, via))
+        try:
+            return self.answers.answer(redacted, what=_describe(redacted, via))
+        except FixtureUnsupported as miss:
+            if not self.refuse:
+                raise
+            answer = refusal(f"agent-replay: FixtureUnsupported: {miss}")
+            return HttpEvent(t=0.0, duration=0.0, via=via, request=redacted, response=answer)
 
     def answer(self, request: HttpRequest) -> HttpEvent:
         """``respond`` for a caller that is not an interceptor (the ``Source`` protocol)."""
@@ -159,6 +172,23 @@ class Playback:
 
 playback = Playback
 """Serve HTTP from a cassette: ``with playback("x.cassette"):``."""
+
+
+def refusal(message: str, *, status: int = 400) -> HttpResponse:
+    """The answer to a request the harness refuses (a miss, a host not allowed...).
+
+    HTTP 400 with ``x-should-retry: false`` (asking again cannot change the answer;
+    the OpenAI and Anthropic SDKs, which retry a 5xx or a connection error, heed it)
+    and the error body both read, so that their exception's message is ``message``.
+    A ``status`` of 500 or more (an LLM that could not be reached) may be retried.
+    """
+    kind = "invalid_request_error" if status < 500 else "api_error"
+    error = {"type": kind, "message": message.replace("\n", " ")}
+    body = json.dumps({"type": "error", "error": error}).encode()
+    headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+    if status < 500:
+        headers.append(("x-should-retry", "false"))
+    return HttpResponse(status=status, headers=headers, chunks=[body])
 
 
 def _describe(request: HttpRequest, via: str | None = None) -> str:

@@ -78,6 +78,7 @@ RECORDER = [
     "read_cassette",
     "read_header",
     "record",
+    "refusal",
     "secret_named",
     "tool",
     "tool_schema_hash",

@@ -15,13 +15,12 @@ from __future__ import annotations
 import contextvars
 import http.cookiejar
 import http.server
-import json
 import os
 import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from recorder import FixtureUnsupported, Recording, SandboxViolation
+from recorder import FixtureUnsupported, Recording, SandboxViolation, refusal
 
 from ._loopback import LoopbackServer, serve_in_thread, stop_serving
 
@@ -191,17 +190,14 @@ class _Forward(http.server.BaseHTTPRequestHandler):
         if self._begun:
             return
         refused = isinstance(exc, (FixtureUnsupported, SandboxViolation, ValueError))
-        text = f"agent-replay's LLM proxy: {type(exc).__name__}: {exc}".replace("\n", " ")
-        kind = "invalid_request_error" if refused else "api_error"
-        data = json.dumps({"type": "error", "error": {"type": kind, "message": text}}).encode()
+        said = f"agent-replay's LLM proxy: {type(exc).__name__}: {exc}"
+        answer = refusal(said, status=400 if refused else 502)
         try:
-            self.send_response(400 if refused else 502)
-            if refused:
-                self.send_header("x-should-retry", "false")
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_response(answer.status)
+            for name, value in answer.headers:
+                self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(b"".join(answer.chunks))
         except OSError:
             pass
 

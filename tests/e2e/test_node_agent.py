@@ -62,3 +62,16 @@ def test_a_node_agent_is_recorded_graded_and_replayed_offline(tmp_path: Path) ->
     )  # fmt: skip
     assert code == 0, err
     assert _verdicts(store, "offline") == ["pass"]  # the stub is gone: the LLM was frozen
+
+    # Another model asked: a miss, answered once with a 400 the SDK does not retry.
+    code, _, err = replay(
+        "run", CASE, "--run", "missed", "--mode", "offline", "--store", store,
+        "--cassettes", str(cassettes), *AGENT, "--model", "stub-other-1",
+    )  # fmt: skip
+    assert code == 3, err
+    (trial,) = Store(store).trials("missed")
+    assert trial.verdict == "unsupported" and '"stub-inventory-1" -> "stub-other-1"' in str(
+        trial.grades
+    ), trial
+    asked = [e for e in read_cassette(trial.cassette).events if isinstance(e, HttpEvent)]
+    assert [e.response.status for e in asked if e.response] == [400]  # never asked again
