@@ -69,12 +69,14 @@ from ._sources import (
     UserTurn,
 )
 from ._tools import Tool, tool, tool_schema_hash
+from ._volatile import IGNORE_FIELD_PRESETS, VolatileFields
 from ._writer import write_cassette
 
 __all__ = [
     "DEFAULT_IGNORE_HOSTS",
     "FORMAT_VERSION",
     "HTTP_MATCHERS",
+    "IGNORE_FIELD_PRESETS",
     "PLACEHOLDER",
     "SECRET_WORDS",
     "TOOL_MATCHERS",
@@ -120,6 +122,7 @@ __all__ = [
     "UserEvent",
     "UserTurn",
     "ViolationEvent",
+    "VolatileFields",
     "WarningEvent",
     "WorldDelta",
     "__version__",

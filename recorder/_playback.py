@@ -16,6 +16,7 @@ from ._reader import Cassette, read_cassette
 from ._redact import Redaction, Secrets
 from ._schema import HttpEvent, HttpRequest, HttpResponse
 from ._sources import HTTP_MATCH_ON, HTTP_MATCHERS, RecordedAnswers
+from ._volatile import VolatileFields
 
 _LABELS = {"url": "URL"}
 
@@ -45,6 +46,10 @@ class Playback:
         secrets: Values scrubbed from live requests before they are matched (the
             ones the recording was told of), besides the credentials learned from
             the requests themselves.
+        ignore_fields: Fields that change on every run, left out of the recorded and
+            the live requests before they are matched (``VolatileFields``: a body path
+            ``metadata.user_id``, ``query:ts``, ``header:x-request-id``, a preset
+            ``@claude-code``); a miss's message shows none of them.
         refuse: Answer a miss with ``refusal`` (HTTP 400 that no SDK retries, the
             miss in its error body) instead of raising it; it counts in ``misses``
             all the same. What the harness's frozen LLM does: an SDK wraps a raised
@@ -64,8 +69,11 @@ class Playback:
         match_on: Sequence[str] = HTTP_MATCH_ON,
         secrets: Secrets | Iterable[str] = (),
         refuse: bool = False,
+        ignore_fields: Iterable[str] = (),
     ) -> None:
         self.refuse = refuse
+        self.volatile = VolatileFields(tuple(ignore_fields))
+        """Fields left out of every request, recorded and live, before it is matched."""
         self.cassette = cassette if isinstance(cassette, Cassette) else read_cassette(cassette)
         if ignore_hosts is None:
             ignore_hosts = self.cassette.header.ignore_hosts
@@ -80,7 +88,11 @@ class Playback:
         learned from live requests as they come (a recording answered from this playback
         shares them)."""
         self.answers: RecordedAnswers[HttpRequest, HttpEvent] = RecordedAnswers(
-            ((e.request, e) for e in self.cassette.events if isinstance(e, HttpEvent)),
+            (
+                (self.volatile.strip(e.request), e)
+                for e in self.cassette.events
+                if isinstance(e, HttpEvent)
+            ),
             match_on=match_on,
             matchers=HTTP_MATCHERS,
             describe=_describe,
@@ -125,7 +137,7 @@ class Playback:
         """
         redacted = self.redaction.redact_request(request, self.secrets)
         try:
-            return self.answers.answer(redacted, what=_describe(redacted, via))
+            return self.answers.answer(self.volatile.strip(redacted), what=_describe(redacted, via))
         except FixtureUnsupported as miss:
             if not self.refuse:
                 raise

@@ -234,6 +234,12 @@ OPTIONS: tuple[Flag, ...] = (
          "Never record calls to this host (or path prefix); offline and in the sandbox they get "
          "an empty success (repeatable; added to the default list of the SDKs' tracing "
          "endpoints).", multiple=True, metavar="HOST[/PATH]", value=_listed),
+    Flag(("--ignore-field", "ignore_fields"), "llm.ignore_fields",
+         "A request field that changes on every run, left out when requests are matched to "
+         "their recording (offline, a frozen LLM): a JSON body path (metadata.user_id, "
+         "messages.*.id), query:NAME, header:NAME, or a preset (@claude-code, @request-ids, "
+         "@stream-options); added to the cases' ignore_fields (repeatable).",
+         multiple=True, metavar="FIELD", value=_listed),
     Flag(("--no-default-ignore",), "llm.default_ignore",
          "Record the SDKs' tracing endpoints too (see recorder.DEFAULT_IGNORE_HOSTS).",
          is_flag=True, value=lambda no, _: not no),

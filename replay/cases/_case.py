@@ -41,7 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from recorder import FixtureError, ReplayError
+from recorder import ConfigError, FixtureError, ReplayError, VolatileFields
 
 from ..graders import (
     Assertion,
@@ -185,6 +185,11 @@ class Case(BaseModel):
     user: UserSpec | None = None
     """A simulated user (multi-turn): its opening message, not ``instruction``, starts the
     trial; ``instruction`` then describes the task for readers and judges."""
+    ignore_fields: list[str] = Field(default_factory=list)
+    """Fields of the agent's HTTP requests that change on every run, left out when a request
+    is matched to its recording (offline, a frozen LLM): a JSON body path
+    (``metadata.user_id``, ``messages.*.id``), ``query:NAME``, ``header:NAME`` or a preset
+    (``@claude-code``; see ``recorder.Playback``)."""
     tags: list[str] = Field(default_factory=list)
     path: Path | None = None
     """The file the case was loaded from."""
@@ -195,6 +200,15 @@ class Case(BaseModel):
         problem = name_problem(value)
         if problem is not None:  # (not a ValueError: pydantic would prefix "Value error, ")
             raise PydanticCustomError("name", "{problem}", {"problem": problem})
+        return value
+
+    @field_validator("ignore_fields")
+    @classmethod
+    def _fields(cls, value: list[str]) -> list[str]:
+        try:
+            VolatileFields(tuple(value))
+        except ConfigError as exc:  # (as the case's error: its file and field named)
+            raise PydanticCustomError("field", "{problem}", {"problem": str(exc)}) from None
         return value
 
     @field_validator("fixture")

@@ -40,7 +40,10 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     player = ToolPlayer(recorded, secrets=secrets)
     replayed = dispatcher({t.name: _replayed_tool(t, player, world) for t in originals})
     frozen = MODE.llm_source(plan.llm) == "frozen"
-    source = Playback(recorded, secrets=secrets, refuse=True) if frozen else None
+    fields = (*plan.case.ignore_fields, *plan.ignore_fields)
+    source = (
+        Playback(recorded, secrets=secrets, refuse=True, ignore_fields=fields) if frozen else None
+    )
     url = (recorded_base_url(recorded) if source else None) or plan.llm_url or NO_LLM_URL
     wrap = plan.faults.wrap if plan.faults is not None else _same
     writes = {e.name for e in recorded.events if isinstance(e, ToolEvent) and e.effect == "write"}

@@ -92,6 +92,8 @@ class TrialPlan:
         allow_env: Variables named like secrets the agent may still see (sandbox).
         allow_hosts: ``(host, port)`` the agent may reach besides the LLM (sandbox).
         ignore_hosts: Hosts the trial's cassette ignores (None: the default list).
+        ignore_fields: Request fields left out when the agent's HTTP is matched to
+            ``recorded`` (``recorder.Playback``), besides the case's.
         faults: This trial's fault injector.
         user: The simulated user of a multi-turn case.
         world: A world of the case's fixture to reset and use (None: one is opened).
@@ -125,6 +127,7 @@ class TrialPlan:
     allow_env: Sequence[str] = ()
     allow_hosts: Sequence[tuple[str, int]] = ()
     ignore_hosts: Sequence[str] | None = None
+    ignore_fields: Sequence[str] = ()
     faults: FaultInjector | None = None
     user: UserChannel | None = None
     world: World | None = None

@@ -37,7 +37,8 @@ def _live_steps(plan: TrialPlan, mode: Mode, watched: bool) -> Steps[TrialResult
     world = fresh_world(plan)
     tools = list(plan.needs_tools()(world.conn))
     frozen = mode.llm_source(plan.llm) == "frozen"
-    source = Playback(plan.needs_recorded(), refuse=True) if frozen else None
+    fields = (*plan.case.ignore_fields, *plan.ignore_fields)
+    source = Playback(plan.needs_recorded(), refuse=True, ignore_fields=fields) if frozen else None
     url = (recorded_base_url(source.cassette) if source else None) or plan.llm_url or NO_LLM_URL
     wrap = plan.faults.wrap if plan.faults is not None else _same
     servers = {

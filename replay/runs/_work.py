@@ -344,6 +344,7 @@ def _plan(
             if spec.llm.default_ignore
             else tuple(spec.llm.ignore_hosts)
         ),
+        ignore_fields=tuple(spec.llm.ignore_fields),
         faults=FaultInjector(every, spec.faults.seed, job.case.id, job.index) if every else None,
         user=user,
         world=world,
