@@ -266,8 +266,10 @@ OPTIONS: tuple[Flag, ...] = (
          value=lambda faults, _: [str(f) for f in parse_faults(faults)]),
     Flag(("--fault-seed",), "faults.seed", "Seed of the fault draws."),
     Flag(("--user", "user_source"), "user.source",
-         "Multi-turn cases: a live simulated user, or the one in the cassettes.",
-         type=click.Choice(["live", "frozen"])),
+         "Multi-turn cases: a live simulated user, the one in the cassettes, or `agent`: the "
+         "agent simulates its own user (its turns are LLM traffic, frozen with the rest) and "
+         "the case's user: section is not played.",
+         type=click.Choice(["live", "frozen", "agent"])),
     Flag(("--user-url",), "user.url",
          "OpenAI-compatible base URL of the simulated user [default: --llm-url].", again=True),
     Flag(("--user-model",), "user.model", "Model playing the user."),

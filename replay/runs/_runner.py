@@ -199,7 +199,8 @@ def _judge(spec: RunSpec, cases: Sequence[Case], store: Store) -> Judge | None:
 
 def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
     llm = mode.llm_source(spec.llm.source)
-    talking = [c for c in cases if c.user is not None] if mode.runs_agent else []
+    ours = mode.runs_agent and spec.user.source != "agent"  # (else the agent's own user)
+    talking = [c for c in cases if c.user is not None] if ours else []
     frozen_user = spec.user.source == "frozen" and bool(talking)
     if frozen_user and mode.recorded == "never":
         raise ConfigError(f"{mode.name} mode talks with a live user only: give `user.source=live`")
@@ -211,7 +212,8 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
     if talking and spec.user.source == "live" and not (spec.user.url or spec.llm.url):
         raise ConfigError(
             f"case {talking[0].id!r} talks with a simulated user: give `user.url` URL "
-            "(or `llm.url`), or `user.source=frozen` with `cassettes`"
+            "(or `llm.url`), `user.source=frozen` with `cassettes`, or `user.source=agent` "
+            "(--user agent) if the agent simulates its own user"
         )
     jobs = []
     damaged: dict[Path, str] = {}

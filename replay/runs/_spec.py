@@ -153,8 +153,10 @@ class JudgeSettings:
 class UserSettings:
     """The simulated user of multi-turn cases."""
 
-    source: Literal["live", "frozen"] = "live"
-    """A live simulated user, or one answering from the cassettes."""
+    source: Literal["live", "frozen", "agent"] = "live"
+    """A live simulated user, one answering from the cassettes, or ``agent``: the agent
+    plays its own (tau2's orchestrator, say), given the case's ``instruction``; its user's
+    turns are LLM traffic like the rest, recorded and frozen with it."""
     url: str | None = None
     """Its OpenAI-compatible endpoint (default: the LLM's ``url``)."""
     model: str = "user-sim"

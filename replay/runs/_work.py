@@ -312,7 +312,7 @@ def _plan(
     """The job's trial, as its mode runs it."""
     recorded = read_cassette(job.recorded) if job.recorded is not None else None
     user = None
-    if job.case.user is not None and mode.runs_agent:
+    if job.case.user is not None and mode.runs_agent and spec.user.source != "agent":
         if spec.user.source == "frozen":
             if recorded is None:
                 raise ConfigError(f"a frozen user needs the recorded trial of {job.case.id!r}")
