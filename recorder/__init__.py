@@ -31,6 +31,7 @@ from ._errors import (
 from ._hooks import Hooks
 from ._ignore import DEFAULT_IGNORE_HOSTS
 from ._llm import LlmCall, LlmToolCall, llm_call
+from ._manifest import Captured
 from ._playback import Playback, playback, refusal
 from ._reader import Cassette, holds_events, read_cassette, read_header
 from ._recording import Recording, __version__, record
@@ -81,6 +82,7 @@ __all__ = [
     "SECRET_WORDS",
     "TOOL_MATCHERS",
     "USER_MATCHERS",
+    "Captured",
     "Cassette",
     "CassetteCorrupt",
     "CassetteError",

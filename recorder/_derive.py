@@ -92,7 +92,8 @@ def footer_for(
     usage = Usage(
         llm_calls=len(calls),
         http_calls=sum(isinstance(e, HttpEvent) for e in events),
-        tool_calls=len(tools),
+        tool_calls=sum(not e.name.startswith("mcp:") for e in tools),  # (a server's protocol:
+        # ``mcp:SERVER:initialize``, ``tools/list``... are the manifest's, not tool calls)
         user_turns=sum(isinstance(e, UserEvent) for e in events),
         input_tokens=sum(c.input_tokens for _, c in calls),
         output_tokens=sum(c.output_tokens for _, c in calls),

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from ._codec import DecodeError, decode, decode_first, decode_leading
 from ._derive import footer_for
 from ._errors import CassetteCorrupt, CassetteNotFound, CassetteVersionUnsupported
+from ._manifest import Captured, manifest
 from ._schema import (
     READABLE_VERSIONS,
     RECORD_ADAPTER,
@@ -55,6 +56,10 @@ class Cassette:
     def pins(self) -> Pins:
         """Complete pins: the footer's, or derived from the events of a cut cassette."""
         return self.summary().pins
+
+    def manifest(self) -> list[Captured]:
+        """What the recording captured, per channel (LLM, HTTP, tools, MCP, user, world)."""
+        return manifest(self)
 
 
 def read_cassette(path: str | Path) -> Cassette:

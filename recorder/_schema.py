@@ -274,6 +274,8 @@ class Usage(_Record):
     llm_calls: int = 0
     http_calls: int = 0
     tool_calls: int = 0
+    """Tool calls; a third-party MCP server's protocol requests (``mcp:SERVER:METHOD``:
+    ``initialize``, ``tools/list``...) are not among them (an older footer counted them)."""
     user_turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -25,6 +25,7 @@ RECORDER = [
     "SECRET_WORDS",
     "TOOL_MATCHERS",
     "USER_MATCHERS",
+    "Captured",
     "Cassette",
     "CassetteCorrupt",
     "CassetteError",

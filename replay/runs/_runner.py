@@ -18,7 +18,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from recorder import ConfigError, Secrets, __version__, holds_events, patched, read_header
+from recorder import (
+    ConfigError,
+    Secrets,
+    __version__,
+    holds_events,
+    patched,
+    read_cassette,
+    read_header,
+)
 
 from .. import graders
 from ..agents import choose_isolation
@@ -120,7 +128,8 @@ def execute(
     if not mode.runs_agent and (given := [name for name, cap in caps.items() if cap]):
         raise ConfigError(f"{' and '.join(given)}: caps on the agent, moot in {mode.name}")
     jobs = _jobs(spec, mode, cases)
-    for message in _doubtful_recordings(jobs):
+    replays_tools = mode.runs_agent and mode.recorded == "required"  # (offline)
+    for message in _doubtful_recordings(jobs, replays_tools):
         if on_warning is None:
             warnings.warn(message, stacklevel=2)
         else:
@@ -234,12 +243,15 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
     return jobs
 
 
-def _doubtful_recordings(jobs: Sequence[Job]) -> list[str]:
+def _doubtful_recordings(jobs: Sequence[Job], replays_tools: bool = False) -> list[str]:
     """A warning for each recorded cassette the jobs use that holds no events.
 
     (A recording of nothing: offline, every call the agent makes is then
-    unsupported; in review, the fixture as it was is graded.) A cassette that
-    cannot be read here is left to the trial that reads it to say so.
+    unsupported; in review, the fixture as it was is graded.) With
+    ``replays_tools`` (offline), one too for each whose LLM asked for tool calls
+    that no tool event holds (its capture manifest's ``tools`` channel): the
+    verdicts rest on its LLM traffic alone. A cassette that cannot be read here
+    is left to the trial that reads it to say so.
     """
     out = []
     for path in dict.fromkeys(j.recorded for j in jobs if j.recorded is not None):
@@ -252,7 +264,18 @@ def _doubtful_recordings(jobs: Sequence[Job]) -> list[str]:
                 f"{path}: the cassette holds no events; its trials replay a recording of "
                 "nothing (was the session recorded?)"
             )
+        elif replays_tools and (unseen := _unwrapped(path)):
+            out.append(f"{path}: {unseen}; offline, its trials' verdicts rest on its LLM alone")
     return out
+
+
+def _unwrapped(path: Path) -> str | None:
+    """What the cassette's manifest says of its tools, when the LLM asked for unseen ones."""
+    try:
+        tools = next(c for c in read_cassette(path).manifest() if c.channel == "tools")
+    except Exception:  # the trial reads it, and its error says why
+        return None
+    return tools.detail if tools.state == "not seen" and "asked for" in tools.detail else None
 
 
 def grader_pins(spec: RunSpec, cases: Sequence[Case]) -> dict[str, Any]:

@@ -293,6 +293,8 @@ def transcript_html(cassette: Cassette) -> str:
     if summary.final_answer is not None:
         out.append(_pre("final answer", summary.final_answer))
     out.append("<div><b>state diff</b></div>" + _delta_table(summary.state_diff))
+    captured = "".join(f"<li>{_e(line.describe())}</li>" for line in cassette.manifest())
+    out.append(f'<div><b>captured</b></div><ul class="manifest">{captured}</ul>')
     u, t = summary.usage, summary.timings
     out.append(
         f"<p>usage: {_e(usage_text(u))}; time: "

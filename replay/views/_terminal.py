@@ -79,6 +79,10 @@ def render_cassette(cassette: Cassette, out: Console, *, bodies: bool = False) -
     u, t = summary.usage, summary.timings
     out.print(f"  usage: {escape(usage_text(u))}")
     out.print(f"  time: {t.total:.3f} s total, {t.llm:.3f} s LLM, {t.tools:.3f} s tools")
+    out.print("[bold]captured[/]")
+    for line in cassette.manifest():
+        text = escape(line.describe())
+        out.print(f"  {text}" if line.state == "captured" else f"  [dim]{text}[/]")
     pins = Table("pin", "value", title="pins", title_justify="left", show_edge=False)
     for name, value in summary.pins.model_dump(exclude_defaults=True).items():
         pins.add_row(name, escape(_short(value, 120)))

@@ -215,6 +215,10 @@ def to_json(cassette: Cassette) -> dict[str, Any]:
         "footer": cassette.footer.model_dump(mode="json") if cassette.footer else None,
         # What a cut cassette's events say its footer would have (the footer, when there is one).
         "summary": None if cassette.footer else cassette.summary().model_dump(mode="json"),
+        "manifest": [
+            {"channel": c.channel, "state": c.state, "detail": c.detail}
+            for c in cassette.manifest()
+        ],
     }
 
 

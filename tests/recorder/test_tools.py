@@ -23,6 +23,7 @@ from recorder import (
     tool_schema_hash,
 )
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
+from tests.helpers import replay as replay_cli
 
 
 class Address(BaseModel):
@@ -240,6 +241,18 @@ def test_tool_calls_the_llm_asked_for_but_nobody_recorded_are_warned_of(tmp_path
     ]
     assert _warnings(tmp_path / "wrapped.cassette") == []
     assert len(tool_events(tmp_path / "wrapped.cassette")) == 2
+    # The capture manifest says the same, channel by channel, in replay show and --json.
+    code, shown, _ = replay_cli("show", str(tmp_path / "bare.cassette"))
+    assert code == 0
+    manifest = shown[shown.index("\ncaptured\n") :].split("\npins")[0]
+    assert "llm    captured: 2 calls (openai)" in manifest
+    assert "tools not seen: the LLM asked for 2 tool calls and no tool call was recorded" in (
+        " ".join(manifest.split())
+    )
+    code, shown, _ = replay_cli("show", "--json", str(tmp_path / "wrapped.cassette"))
+    channels = {c["channel"]: (c["state"], c["detail"]) for c in json.loads(shown)["manifest"]}
+    assert channels["tools"] == ("captured", "2 calls")
+    assert channels["world"] == ("not seen", "no world attached: no state diff to grade")
 
 
 def test_a_tool_call_that_ends_the_run_is_structured_output_and_not_warned_of(
@@ -252,3 +265,21 @@ def test_a_tool_call_that_ends_the_run_is_structured_output_and_not_warned_of(
         reply = client.post(llm.openai_base_url + "/chat/completions", json=body).json()
         assert reply["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "final_result"
     assert _warnings(tmp_path / "s.cassette") == []
+
+
+def test_an_offline_run_over_a_recording_without_its_tools_says_so(tmp_path: Path) -> None:
+    (tmp_path / "empty.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+    (tmp_path / "ask.yaml").write_text("id: ask\ninstruction: Hi.\nfixture: empty.sql\n")
+    script = ScriptedPolicy([Reply(tool_calls=(ToolCall("stock", {"sku": "mug"}),))], "4")
+    (tmp_path / "rec").mkdir()
+    with StubLLM(script) as llm, record(tmp_path / "rec" / "ask-0.cassette", case_id="ask"):
+        _agent_loop(llm.openai_base_url, {"stock": lambda sku: 4})
+    code, _, err = replay_cli(
+        "run", str(tmp_path / "ask.yaml"), "--run", "off", "--mode", "offline",
+        "--store", str(tmp_path / "r.db"), "--cassettes", str(tmp_path / "rec"),
+        "--agent", "tests.replay.test_ignore_fields:agent",
+        "--tools", "tests.replay.test_ignore_fields:no_tools",
+    )  # fmt: skip
+    assert code == 3, err  # (that agent asks otherwise: unsupported)
+    assert "the LLM asked for 1 tool call and no tool call was recorded" in err
+    assert "offline, its trials' verdicts rest on its LLM alone" in err
