@@ -1,4 +1,4 @@
-"""An agent that brings its own simulated user (as tau2's orchestrator does): for ``--user agent``."""
+"""An agent that brings its own simulated user (as tau2's orchestrator does): `--user agent`."""
 
 from __future__ import annotations
 
