@@ -33,10 +33,14 @@ def error_info(exc: BaseException, clean: Callable[[str], str] = str) -> ErrorIn
     An exception that stands for a recorded one (offline replay raising a
     recorded tool error again) carries ``replayed = (type, message)`` and is
     described as that error, so a replay of a replay records what the first
-    recording did.
+    recording did. One that carries a program's ``stderr`` (text: an agent run
+    as a program) has it after its traceback, where the cause is.
     """
     cls = type(exc)
     trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
+    stderr = getattr(exc, "stderr", None)
+    if isinstance(stderr, str) and stderr.strip():
+        trace += f"\nthe program's stderr (its last {len(stderr):,} characters):\n{stderr}"
     kind, message = f"{cls.__module__}.{cls.__qualname__}", str(exc)
     replayed = getattr(exc, "replayed", None)
     if isinstance(replayed, tuple) and len(replayed) == 2:

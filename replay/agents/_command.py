@@ -32,6 +32,7 @@ from . import _zygote
 from ._bwrap import hidden_roots
 from ._isolation import Caps, Walls, read_given
 from ._memory import usage
+from ._zygote import STDERR_KEPT
 
 TIMEOUT_S = 600.0
 """Seconds the program may run before it is stopped and the trial is an error
@@ -39,7 +40,16 @@ TIMEOUT_S = 600.0
 
 
 class AgentCommandFailed(ReplayError):
-    """The agent's program could not start, or exited with an error."""
+    """The agent's program could not start, or exited with an error.
+
+    Attributes:
+        stderr: The end of what it wrote on stderr (``STDERR_KEPT`` characters), kept
+            with the trial's recorded error (``recorder.error_info``), "" if nothing.
+    """
+
+    def __init__(self, message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.stderr = stderr
 
 
 @dataclass(frozen=True)
@@ -113,7 +123,7 @@ class AgentCommand:
             if done.code != 0:
                 last = f": {done.said}" if done.said else ""
                 raise AgentCommandFailed(
-                    f"the agent command `{shown}` exited with code {done.code}{last}"
+                    f"the agent command `{shown}` exited with code {done.code}{last}", done.stderr
                 )
             return done.stdout.strip()
         names = (*SAFE_ENV, *self.allow_env)
@@ -176,7 +186,8 @@ class AgentCommand:
             lines = [line for line in said.splitlines() if line.strip()]
             last = f": {lines[-1].strip()[:300]}" if lines else ""
             raise AgentCommandFailed(
-                f"the agent command `{shown}` exited with code {process.returncode}{last}"
+                f"the agent command `{shown}` exited with code {process.returncode}{last}",
+                said[-STDERR_KEPT:],
             )
         return answer.strip()
 
@@ -290,7 +301,7 @@ class ChildAgent:
         )  # fmt: skip
         if done.outcome is None:
             last = f": {done.said}" if done.said else ""
-            raise AgentCommandFailed(f"the agent {self.entry} said nothing{last}")
+            raise AgentCommandFailed(f"the agent {self.entry} said nothing{last}", done.stderr)
         return done.outcome
 
     def _started(self, instruction: str, env: Environment) -> dict[str, Any]:

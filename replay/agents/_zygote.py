@@ -85,12 +85,18 @@ class Finished:
             said nothing.
         stdout: What it wrote on stdout (a program's answer).
         said: Its last line on stderr.
+        stderr: The end of its stderr (``STDERR_KEPT`` characters).
     """
 
     code: int
     outcome: dict[str, Any] | None
     stdout: str
     said: str
+    stderr: str = ""
+
+
+STDERR_KEPT = 64 * 1024
+"""Characters of a failed program's stderr kept with its error (its end: the cause)."""
 
 
 def _text(path: str) -> str:
@@ -254,8 +260,8 @@ class Zygote:
                         "timeout",
                     ) from None
                 raise ZygoteFailed(f"the zygote failed ({exc}){said}") from None
-            said = _text(stderr)
-            lines = [line for line in said[-65536:].splitlines() if line.strip()]
+            tail = _text(stderr)[-STDERR_KEPT:]
+            lines = [line for line in tail.splitlines() if line.strip()]
             said = lines[-1].strip()[:300] if lines else ""
             if reply.get("over"):
                 guard, why = reply["over"]
@@ -264,7 +270,7 @@ class Zygote:
             with contextlib.suppress(ValueError):
                 told = json.loads(read_given(answer) or b"null")
                 outcome = told if isinstance(told, dict) else None
-            return Finished(int(reply.get("code", -1)), outcome, _text(stdout), said)
+            return Finished(int(reply.get("code", -1)), outcome, _text(stdout), said, tail)
 
     def close(self) -> None:
         """Stop it (and whatever trial it runs)."""

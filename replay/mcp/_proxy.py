@@ -248,7 +248,12 @@ class ServerToolError(Exception):
 
 
 class LiveServer:
-    """The real server for one trial, started on its first request."""
+    """The real server for one trial, its process spawned as the trial is set up.
+
+    (``spawn``: its boot, seconds of imports for some, overlaps the agent's own start
+    instead of landing in its first request.) The handshake waits for the agent's first
+    request; the world file it takes is the trial's fresh world, copied at the spawn.
+    """
 
     def __init__(
         self, name: str, spec: McpServer, world: Any, wall: ServerWall | None = None
@@ -260,6 +265,7 @@ class LiveServer:
         self._upstream: Upstream | None = None
         self._failed: str | None = None
         self._initialized: Message = {}
+        self._spawned: StdioUpstream | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._changes: FileChanges | None = None
 
@@ -303,19 +309,32 @@ class LiveServer:
                     raise
             return self._upstream
 
+    def spawn(self) -> None:
+        """Start a command's process now; one that cannot start fails the first request."""
+        with self._lock:
+            if self.spec.command and self._spawned is None and self._failed is None:
+                try:
+                    self._spawned = self._process()
+                except McpServerFailed as exc:
+                    self._failed = str(exc)
+
+    def _process(self) -> StdioUpstream:
+        spec = self.spec
+        file = self._world_file() if spec.takes_world else ""
+        command = [part.replace("{world}", file) for part in spec.command]
+        env = {k: v.replace("{world}", file) for k, v in spec.env.items()}
+        writable = [os.path.dirname(file)] if file else []
+        stdio = StdioUpstream(
+            self.name, command, env, spec.timeout, self.wall, writable, spec.max_message_bytes
+        )
+        stdio.start()
+        return stdio
+
     def _started(self, asked: Mapping[str, Any]) -> Upstream:
         spec = self.spec
         upstream: Upstream
         if spec.command:
-            file = self._world_file() if spec.takes_world else ""
-            command = [part.replace("{world}", file) for part in spec.command]
-            env = {k: v.replace("{world}", file) for k, v in spec.env.items()}
-            writable = [os.path.dirname(file)] if file else []
-            stdio = StdioUpstream(
-                self.name, command, env, spec.timeout, self.wall, writable, spec.max_message_bytes
-            )
-            stdio.start()
-            upstream = stdio
+            upstream, self._spawned = self._spawned or self._process(), None
         else:
             upstream = HttpUpstream(self.name, str(spec.url), spec.timeout)
         hello = {
@@ -360,7 +379,8 @@ class LiveServer:
     def close(self) -> None:
         """Stop the server; remove its world file."""
         with self._lock:
-            upstream, self._upstream = self._upstream, None
+            upstream, self._upstream = self._upstream or self._spawned, None
+            self._spawned = None
             self._failed = self._failed or f"MCP server {self.name!r}: the trial is over"
         if upstream is not None:
             upstream.fail(self._failed, stop=False)  # a call still waiting is answered now
@@ -387,6 +407,7 @@ def live_proxy(
     With ``wall``, a started server runs behind it (``replay.agents.server_wall``).
     """
     live = LiveServer(name, spec, world, wall)
+    live.spawn()
 
     def make(call: str) -> Tool[..., Any]:
         def forward(**arguments: Any) -> Any:

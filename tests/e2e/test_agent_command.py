@@ -92,3 +92,32 @@ def test_a_background_child_holding_stdout_does_not_hold_the_trial(tmp_path: Pat
     assert trial.cause is None, trial.cause_detail  # graded, not an error of the agent
     left = subprocess.run(["pgrep", "-f", "^sleep 432"], capture_output=True, text=True).stdout
     assert not left.strip()
+
+
+def test_a_failed_program_s_stderr_is_kept_with_its_error_secrets_scrubbed(
+    tmp_path: Path,
+) -> None:
+    program = tmp_path / "noisy.py"
+    program.write_text(
+        "import json, os, sys\n"
+        "for i in range(300): print(f'noise {i}', file=sys.stderr)\n"
+        "key = json.loads(os.environ['REPLAY_SETTINGS'])['api_key']\n"
+        "print(f'Error: the key {key} was refused', file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    store = str(tmp_path / "results.db")
+    for isolation in ("process", "none"):
+        code, _, err = replay(
+            "run", CASE, "--run", isolation, "--store", store, *TOOLS, "--isolation", isolation,
+            "--agent-cmd", f"{sys.executable} {program}", "--set", "api_key=sk-noisy-secret-42",
+        )  # fmt: skip
+        assert code == 1, err
+        (trial,) = Store(store).trials(isolation)
+        code, shown, _ = replay("show", str(trial.cassette))
+        assert code == 0
+        assert "noise 299" in shown  # its end, where the cause is
+        assert "Error: the key" in shown and "was refused" in shown
+        assert "sk-noisy-secret-42" not in shown
+        code, dumped, _ = replay("show", "--json", str(trial.cassette))
+        assert "the program's stderr (its last" in dumped and "noise 0\\n" in dumped  # all of it
+        assert "sk-noisy-secret-42" not in dumped
