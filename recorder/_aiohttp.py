@@ -205,7 +205,7 @@ def _tee(
         error = content.exception()
         done(chunks, error, error is None)
         return
-    content._buffer = _TeeBuffer(content._buffer, chunks, recorder.track(done, chunks))
+    content._buffer = _TeeBuffer(content._buffer, chunks, recorder.track(done, chunks, headers))
     content.__class__ = _TeeReader
 
 

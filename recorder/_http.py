@@ -131,7 +131,7 @@ def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         else:
             chunks: list[bytes] = []
             tee = _classes(mod)[0]
-            response.stream = tee(response.stream, recorder.track(done, chunks), chunks)
+            response.stream = tee(response.stream, recorder.track(done, chunks, head[1]), chunks)
         return response
 
     return handle_request
@@ -172,7 +172,7 @@ def _async(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
         else:
             chunks: list[bytes] = []
             tee = _classes(mod)[1]
-            response.stream = tee(response.stream, recorder.track(done, chunks), chunks)
+            response.stream = tee(response.stream, recorder.track(done, chunks, head[1]), chunks)
         return response
 
     return handle_async_request

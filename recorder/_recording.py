@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -119,7 +119,7 @@ class Recording(Tape):
         redaction = redaction or Redaction()
         seen = _shared(secrets, self.hooks.source)
         self._pins = pins_for(pins, world, agent_version, seen)
-        self._pending: dict[int, tuple[Done, list[bytes]]] = {}
+        self._pending: dict[int, tuple[Done, list[bytes], list[tuple[str, str]]]] = {}
         self._answer: str | None = None
         self._token: Any = None
         self._turns: Turns | None = None
@@ -223,9 +223,11 @@ class Recording(Tape):
         if self._closed:
             return
         self._closing = True  # from here a failure is noted, never raised mid-way
-        for done, chunks in list(self._pending.values()):
+        for done, chunks, headers in list(self._pending.values()):
             done(chunks, None, False)
-            self.warn("a response body was neither read to its end nor closed; kept what arrived")
+            if not stream_ended(headers, chunks):
+                note = "a response body was neither read to its end nor closed; kept what arrived"
+                self.warn(note)
         if self._turns is not None and self._turns.holder is not None:
             self.warn(
                 f"tool {self._turns.holder.name} was still running when the recording closed: "
@@ -300,11 +302,15 @@ class Recording(Tape):
             self.violation("http", shown, "http")
             raise SandboxViolation(url=shown, allowed=tuple(allowed))
 
-    def track(self, done: Done, chunks: list[bytes]) -> Done:
+    def track(
+        self, done: Done, chunks: list[bytes], headers: Sequence[tuple[str, str]] = ()
+    ) -> Done:
         """Register a response body in flight; the returned callback fires once.
 
         ``chunks`` is the list the body's chunks are collected in, so a body still
-        open at close is recorded with what arrived.
+        open at close is recorded with what arrived; with the response's ``headers``,
+        an LLM stream that reached its end event is not warned of then (a client that
+        stops reading at ``[DONE]`` and never closes the response read all of it).
         """
         key = id(done)
 
@@ -315,7 +321,7 @@ class Recording(Tape):
             done(got, error, complete)
 
         with self._lock:
-            self._pending[key] = (once, chunks)
+            self._pending[key] = (once, chunks, list(headers))
         return once
 
     def record_http(

@@ -64,14 +64,13 @@ def getresponse(stub: Any, *args: Any, **kwargs: Any) -> Any:
         complete = got.complete and error is None
         session.record_http(VIA, request, t0, ttfb, head, got.chunks, error, complete)
         return response
-    done: Done = functools.partial(
-        session.record_http, VIA, request, t0, ttfb, _httpclient.head(response)
-    )
+    head = _httpclient.head(response)
+    done: Done = functools.partial(session.record_http, VIA, request, t0, ttfb, head)
     if _httpclient.bodiless(response):
         done([], None, True)
     else:
         chunks: list[bytes] = []
-        _httpclient.tee(response, chunks, session.track(done, chunks))
+        _httpclient.tee(response, chunks, session.track(done, chunks, head[1]))
     return _preload(stub, response)
 
 

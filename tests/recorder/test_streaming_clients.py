@@ -26,11 +26,13 @@ from recorder import (
     HttpEvent,
     HttpResponse,
     SandboxViolation,
+    WarningEvent,
     playback,
     read_cassette,
     record,
     unrecorded,
 )
+from replay.stub_llm import EchoPolicy, StubLLM
 
 CHUNKS = [f"data: chunk {n:02}\n\n".encode() for n in range(5)]
 SIZE = len(CHUNKS[0])  # all the same size: read(SIZE) gets one chunk as it arrives
@@ -533,3 +535,24 @@ def test_a_stream_through_a_proxy(cassette_path: Path, base_url: str) -> None:
     (event,) = _events(cassette_path)
     assert event.request.url == base_url + "/chunked"
     assert event.response is not None and event.response.chunks == CHUNKS
+
+
+def test_a_stream_read_to_its_end_event_and_left_open_is_not_warned_of(
+    cassette_path: Path,
+) -> None:
+    """requests' ``iter_lines`` to ``data: [DONE]``, the response never closed: whole."""
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    kept = []
+    with StubLLM(EchoPolicy()) as llm, record(cassette_path):
+        for _ in range(3):
+            response = requests.post(
+                f"{llm.openai_base_url}/chat/completions", json=body, stream=True
+            )
+            for line in response.iter_lines():
+                if line == b"data: [DONE]":
+                    break
+            kept.append(response)  # read to its end event, neither drained nor closed
+    cassette = read_cassette(cassette_path)
+    calls = [e for e in cassette.events if isinstance(e, HttpEvent)]
+    assert len(calls) == 3 and all(c.response is not None and c.response.complete for c in calls)
+    assert not [e for e in cassette.events if isinstance(e, WarningEvent)]
