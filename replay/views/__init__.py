@@ -11,12 +11,8 @@ from ._regrade import render_regrade
 from ._review import review_path
 from ._run_page import run_html
 from ._server import ViewServer, view
-from ._terminal import (
-    render_cassette,
-    render_cassette_diff,
-    render_report,
-    render_run_diff,
-)
+from ._terminal import render_cassette_diff, render_report, render_run_diff
+from ._terminal_show import render_cassette
 from ._transcript import to_json
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The terminal renderers (rich): a cassette's transcript, a run's report, diffs.
+"""The terminal renderers (rich): a run's report, diffs (a cassette's: ``_terminal_show``).
 
 Beside the HTML viewer (``_html``): the CLI parses its options, calls a public
 function of ``replay``, and renders what it returns with one of these.
@@ -6,22 +6,9 @@ function of ``replay``, and renders what it returns with one of these.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from recorder import (
-    Cassette,
-    ErrorEvent,
-    HttpEvent,
-    ToolEvent,
-    UserEvent,
-    ViolationEvent,
-    WarningEvent,
-)
 
 from ..results import (
     CassetteDiff,
@@ -31,143 +18,20 @@ from ..results import (
     ShareSummary,
     worst_first,
 )
-from ._transcript import (
-    Step,
-    delta_lines,
-    message_role,
-    message_text,
-    steps,
-    tokens_text,
-    usage_text,
-)
 
 _SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
 
-TRACEBACK_LINES = 20
-"""Lines of an error's traceback ``replay show`` prints (its end: where it was raised)."""
+def _middle(value: str, limit: int) -> str:
+    """``value`` in ``limit`` characters, its middle left out.
 
-
-def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def render_cassette(cassette: Cassette, out: Console, *, bodies: bool = False) -> None:
-    """A cassette's transcript: its steps, outcome, usage and pins."""
-    head = cassette.header
-    summary = cassette.summary()
-    title = f"[bold]{escape(str(cassette.path))}[/]"
-    if head.case_id:
-        title += f"  case [bold]{escape(head.case_id)}[/]"
-    if head.trial is not None:
-        title += f"  trial {head.trial}"
-    out.print(title)
-    out.print(f"recorded {escape(head.started_at)} by agent-replay {escape(head.recorder_version)}")
-    for step in steps(cassette):
-        _render_step(step, out, bodies=bodies)
-    out.print()
-    status = "[red]error[/]" if summary.status == "error" else "[green]ok[/]"
-    out.print(f"[bold]outcome[/] {status}")
-    if summary.final_answer is not None:
-        out.print(f"  final answer: {escape(summary.final_answer)}")
-    if summary.state_diff is not None:
-        lines = delta_lines(summary.state_diff)
-        out.print(f"  state diff: {len(lines)} row(s) changed")
-        for sign, text in lines:
-            out.print(f"    [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
-    u, t = summary.usage, summary.timings
-    out.print(f"  usage: {escape(usage_text(u))}")
-    out.print(f"  time: {t.total:.3f} s total, {t.llm:.3f} s LLM, {t.tools:.3f} s tools")
-    out.print("[bold]captured[/]")
-    for line in cassette.manifest():
-        text = escape(line.describe())
-        out.print(f"  {text}" if line.state == "captured" else f"  [dim]{text}[/]")
-    pins = Table("pin", "value", title="pins", title_justify="left", show_edge=False)
-    for name, value in summary.pins.model_dump(exclude_defaults=True).items():
-        pins.add_row(name, escape(_short(value, 120)))
-    out.print(pins)
-
-
-def _render_step(step: Step, out: Console, *, bodies: bool) -> None:
-    event = step.event
-    timing = f"[dim]+{step.t:.3f}s {step.duration * 1000:.1f} ms[/]"
-    if step.llm is not None:
-        call = step.llm
-        out.print(
-            f"\n[bold cyan]{step.index}. LLM[/] {call.api} {escape(call.model or '?')} {timing} "
-            f"[dim]{tokens_text(call)}"
-            f"{', streamed' if call.stream else ''}[/]"
-        )
-        for message in step.new_messages:
-            role = escape(message_role(message))
-            out.print(f"   [magenta]{role}[/]: {escape(_short(message_text(message)))}")
-        if call.reply_text:
-            out.print(f"   [bold magenta]assistant[/]: {escape(_short(call.reply_text))}")
-        for tc in call.reply_tool_calls:
-            call_text = f"{tc.name}({_short(tc.arguments)})"
-            out.print(f"   [bold magenta]assistant[/] calls {escape(call_text)}")
-    elif isinstance(event, HttpEvent):
-        status = event.response.status if event.response else "no response"
-        out.print(
-            f"\n[bold blue]{step.index}. HTTP[/] {escape(event.request.method)} "
-            f"{escape(event.request.url)} → {status} {timing}"
-        )
-        if event.response is not None:
-            out.print(f"   [dim]{len(event.response.chunks)} chunk(s) via {escape(event.via)}[/]")
-            if bodies:
-                body = b"".join(event.response.chunks).decode("utf-8", "replace")
-                out.print(f"   {escape(_short(body, 2000))}")
-        if event.error:
-            out.print(f"   [red]{escape(event.error.type)}: {escape(event.error.message)}[/]")
-    elif isinstance(event, ToolEvent):
-        args = ", ".join(f"{k}={v!r}" for k, v in event.args.items())
-        out.print(
-            f"\n[bold green]{step.index}. tool[/] {escape(f'{event.name}({args})')} "
-            f"[dim]{event.effect}[/] {timing}"
-        )
-        if event.error is not None:
-            out.print(
-                f"   [red]raised {escape(event.error.type)}: {escape(event.error.message)}[/]"
-            )
-        else:
-            out.print(f"   → {escape(_short(event.result))}")
-        for sign, text in delta_lines(event.delta or {}):
-            out.print(f"   [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
-    elif isinstance(event, UserEvent):
-        who = f"user ({event.source}{', ' + event.model if event.model else ''})"
-        out.print(f"\n[bold magenta]{step.index}. {escape(who)}[/] {timing}")
-        if event.said is not None:
-            out.print(f"   agent: {escape(_short(event.said, 2000))}")
-        if event.error is not None:
-            out.print(
-                f"   [red]the simulated user failed: {escape(event.error.type)}: "
-                f"{escape(event.error.message)}[/]"
-            )
-        else:
-            stop = " [dim](ends the conversation)[/]" if event.stop else ""
-            out.print(f"   user: {escape(_short(event.reply or '', 2000))}{stop}")
-    elif isinstance(event, ErrorEvent):
-        out.print(
-            f"\n[bold red]{step.index}. error[/] {escape(event.error.type)}: "
-            f"{escape(event.error.message)}"
-        )
-        if event.error.traceback:  # where it was raised: the last frames
-            lines = event.error.traceback.rstrip().splitlines()
-            shown = lines[-TRACEBACK_LINES:]
-            if len(lines) > len(shown):
-                out.print(f"   [dim]... {len(lines) - len(shown)} lines of traceback before[/]")
-            for line in shown:
-                out.print(f"   [dim]{escape(line)}[/]")
-    elif isinstance(event, ViolationEvent):
-        out.print(
-            f"\n[bold red]{step.index}. sandbox violation[/] {escape(event.action)} "
-            f"{escape(event.target)} [dim](refused by the {escape(event.via)} check)[/]"
-        )
-    elif isinstance(event, WarningEvent):
-        out.print(f"\n[bold yellow]{step.index}. warning[/] {escape(event.message)}")
-        for sign, text in delta_lines(event.delta or {}):
-            out.print(f"   [{_SIGN_STYLE[sign]}]{sign} {escape(text)}[/]")
+    (A miss names the request at its start and the differing values at its end.)
+    """
+    value = " ".join(value.split())
+    if len(value) <= limit:
+        return value
+    head = limit // 3
+    return f"{value[:head]} … {value[len(value) - (limit - head - 3) :]}"
 
 
 def render_report(result: RunReport, out: Console) -> None:
@@ -331,7 +195,7 @@ def _render_causes(result: RunReport, out: Console) -> None:
     for group in groups:
         out.print(f"  {escape(group.name)} ({group.count}):")
         for t in group.trials:
-            detail = f"  {escape(_short(t.detail, 200))}" if t.detail else ""
+            detail = f"  {escape(_middle(t.detail, 240))}" if t.detail else ""
             credit = credits.get((t.case_id, t.idx))
             held = f"  [dim]({escape(credit.describe())})[/]" if credit is not None else ""
             out.print(f"    {escape(t.case_id)}#{t.idx}{detail}{held}")

@@ -160,10 +160,53 @@ def delta_lines(delta: WorldDelta) -> list[tuple[str, str]]:
                 lines.append(("-", f"{table}[{key!r}] {_fields(change.before)}"))
             elif change.before is not None and change.after is not None:
                 fields = ", ".join(
-                    f"{f}: {change.before.get(f)!r} -> {v!r}" for f, v in change.after.items()
+                    text
+                    for f, v in change.after.items()
+                    for text in _changed(f, change.before.get(f), v)
                 )
                 lines.append(("~", f"{table}[{key!r}] {fields}"))
     return lines
+
+
+_ABSENT = object()
+NESTED_CHANGES = 10
+"""Changes listed in one nested document field; past them, how many more."""
+
+
+def _changed(field: str, before: Any, after: Any) -> list[str]:
+    """``field: before -> after``; a JSON document field as the paths in it that changed."""
+    old, new = _document(before), _document(after)
+    if old is None or new is None:
+        return [f"{field}: {before!r} -> {after!r}"]
+    found: list[str] = []
+    _leaves(field, old, new, found)
+    if len(found) > NESTED_CHANGES:
+        found = [*found[:NESTED_CHANGES], f"{field}: {len(found) - NESTED_CHANGES} more changes"]
+    return found or [f"{field}: {before!r} -> {after!r}"]
+
+
+def _document(value: Any) -> Any:
+    if isinstance(value, (dict, list)):
+        return value
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, (dict, list)) else None
+    return None
+
+
+def _leaves(path: str, old: Any, new: Any, found: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            _leaves(f"{path}.{key}", old.get(key, _ABSENT), new.get(key, _ABSENT), found)
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            _leaves(f"{path}[{i}]", a, b, found)
+    elif old != new:
+        shown = ["(absent)" if v is _ABSENT else repr(v) for v in (old, new)]
+        found.append(f"{path}: {shown[0]} -> {shown[1]}")
 
 
 def _fields(row: dict[str, Any]) -> str:

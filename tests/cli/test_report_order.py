@@ -76,6 +76,14 @@ def _trial(store: Store, case: str, idx: int, verdict: str, **row: Any) -> None:
     store.add_trial("r", trial)
 
 
+MISS = (
+    "fixture unsupported: POST http://127.0.0.1:40491/v1/chat/completions (1866 body bytes, "
+    "via httpx); nearest recorded: same method and URL, 1383 body bytes, differing in "
+    "messages[0].content: \"You keep a small shop's inventory. Check the stock before you "
+    'reserve anything." -> "Reserve whatever is asked."'
+)
+
+
 def every_cause(path: Path) -> Store:
     """A run with one trial per failure cause (three infrastructure ones) and two passes.
 
@@ -86,7 +94,7 @@ def every_cause(path: Path) -> Store:
     forbidden = ("rule", "fail", True, "forbidden tool drop was called")
     violation = ("sandbox", "fail", True, "sandbox violation: connect prod:5432 (refused)")
     unsure = ("judge:tone", "unknown", False, "judge timed out after 30s")
-    miss = ("replay", "unsupported", False, "lookup(9): nearest lookup(1)")
+    miss = ("replay", "unsupported", False, MISS)
     raised = ("polite", "error", False, "KeyError: 'x' (g.py:3)")
     crash = {"cause": "agent", "cause_detail": ["agent raised RuntimeError: boom"]}
     deadline = {"cause": "limit", "cause_detail": ["deadline"], "guards": ["memory", "timeout"]}
@@ -172,7 +180,10 @@ def test_the_terminal_report_groups_failures_by_cause_first(
     assert "    b#1  agent: agent raised RuntimeError: boom" in lines
     # Before each case's evidence, and ids never cut off a terminal.
     assert out.index("Failures by cause") < out.index("failed because:")
-    assert "…" not in out
+    # A long miss loses its middle, not the values that differ at its end.
+    (missed,) = [line for line in lines if line.startswith("    c#0  ")]
+    assert missed.startswith("    c#0  replay: fixture unsupported: POST http://127.0.0.1")
+    assert missed.endswith('-> "Reserve whatever is asked."') and out.count("…") == 1
 
 
 def test_cases_come_worst_first_in_the_terminal_report(

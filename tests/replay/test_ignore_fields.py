@@ -68,6 +68,8 @@ def test_a_fresh_id_misses_unless_the_case_ignores_it(tmp_path: Path, recorded: 
     plain = offline(load_case(_case(tmp_path)), agent, no_tools, cassette, tmp_path / "a.cassette")
     assert plain.outcome.verdict is Verdict.UNSUPPORTED
     assert "differing in metadata.user_id" in " ".join(plain.outcome.evidence)
+    code, shown, _ = replay("show", str(plain.cassette))  # the LLM call marked as missed
+    assert code == 0 and "missed: the recording does not hold it: HTTP 400" in shown
 
     case = load_case(_case(tmp_path, "metadata.user_id"))
     ignored = offline(case, agent, no_tools, cassette, tmp_path / "b.cassette")
