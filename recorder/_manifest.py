@@ -4,7 +4,8 @@ A cassette holds what its recording saw; what it did not see is as important to
 whoever replays it (a verdict resting on a channel nobody recorded says little).
 ``manifest`` reads, from the events, the header and the footer, one line per
 channel: the LLM, other HTTP, tools, MCP servers, the simulated user and the
-world, each ``captured``, ``ignored`` (only ignored calls were seen) or ``not
+world, each ``captured``, ``frozen`` (answered from a recording: a replay's
+trial, as its pins say), ``ignored`` (only ignored calls were seen) or ``not
 seen``, with counts, and, for tools the LLM asked for that no tool event holds,
 how to wrap them (``unwrapped_tools``). Derived, not stored: every cassette has
 one, whatever its format version.
@@ -33,12 +34,14 @@ class Captured:
 
     Attributes:
         channel: ``llm``, ``http``, ``tools``, ``mcp``, ``user`` or ``world``.
-        state: ``captured``, ``ignored`` (calls seen and ignored, none kept) or ``not seen``.
+        state: ``captured``, ``frozen`` (answered from a recording, as replay's offline
+            trials pin: ``pins.user["frozen"]``), ``ignored`` (calls seen and ignored,
+            none kept) or ``not seen``.
         detail: Counts, or why nothing was seen and what to do.
     """
 
     channel: str
-    state: Literal["captured", "ignored", "not seen"]
+    state: Literal["captured", "frozen", "ignored", "not seen"]
     detail: str
 
     def describe(self) -> str:
@@ -90,7 +93,13 @@ def manifest(cassette: Cassette) -> list[Captured]:
         diff = footer.state_diff or {}
         rows = sum(len(changes) for changes in diff.values())
         out.append(Captured("world", "captured", f"{rows} rows changed in {len(diff)} tables"))
-    return out
+    frozen = ((cassette.header.pins.user or {}).get("frozen") or "").split(",")
+    return [
+        Captured(c.channel, "frozen", f"{c.detail}, answered from the recording")
+        if c.state == "captured" and c.channel in frozen
+        else c
+        for c in out
+    ]
 
 
 def _counted(channel: str, n: int, what: str, more: str) -> Captured:

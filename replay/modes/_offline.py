@@ -54,7 +54,8 @@ def _steps(plan: TrialPlan) -> Steps[TrialResult]:
     env = environment(
         originals, replayed, plan.faults, url, plan.model, plan.settings, plan.user, servers
     )
-    cassette = yield from run_agent(plan, env, world, source, None, guards, secrets)
+    answered = ("tools", "mcp")  # every tool call, a server's too, answered from the recording
+    cassette = yield from run_agent(plan, env, world, source, None, guards, secrets, answered)
     missed = misses(player, source, plan.user.frozen if plan.user else None)
     diff = StateDiff.from_delta(cassette.summary().state_diff or {})
     return graded(plan, cassette, world, diff, missed, started, guards)

@@ -132,6 +132,7 @@ def run_agent(
     allowed_hosts: Iterable[str] | None,
     guards: Guards | None = None,
     secrets: Secrets | None = None,
+    frozen: Iterable[str] = (),
 ) -> Steps[Cassette]:
     """Run the plan's agent inside a recording into ``plan.out``, under ``guards``.
 
@@ -139,13 +140,19 @@ def run_agent(
     ``source`` answers the LLM (frozen), ``allowed_hosts`` (else any) may be reached.
     ``guards`` hold the plan's limits (see ``_guards``) and keep which fired.
     ``secrets`` (default: the plan's) are scrubbed from the cassette; the trial's
-    replay sources share them, to match what was recorded scrubbed.
+    replay sources share them, to match what was recorded scrubbed. ``frozen``
+    names the channels answered from the recording besides the LLM's and HTTP's
+    (``source``) and the user's: pinned (``pins.user["frozen"]``), for the manifest.
     """
     case, faults, agent = plan.case, plan.faults, plan.needs_agent()
     guards = guards if guards is not None else Guards(plan.limits)
     user = {"mode": plan.mode, **(faults.pins() if faults is not None else {})}
     if plan.recorded is not None:  # which recording this trial replays or answers from
         user["recorded"] = str(plan.recorded.path)
+    answered = {*frozen, *(("llm", "http") if source is not None else ())}
+    answered |= {"user"} if plan.user is not None and plan.user.frozen is not None else set()
+    if answered:  # (the channels the capture manifest says were frozen, not captured)
+        user["frozen"] = ",".join(sorted(answered))
     rec: Recording | None = None
     try:
         with record(

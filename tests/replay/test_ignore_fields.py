@@ -75,6 +75,11 @@ def test_a_fresh_id_misses_unless_the_case_ignores_it(tmp_path: Path, recorded: 
     ignored = offline(case, agent, no_tools, cassette, tmp_path / "b.cassette")
     assert ignored.outcome.verdict is Verdict.PASS, ignored.outcome
     assert read_cassette(ignored.cassette).summary().final_answer == "echo: Say hello."
+    channels = {c.channel: c for c in read_cassette(ignored.cassette).manifest()}
+    assert channels["llm"].state == "frozen"  # answered from the recording, not captured live
+    assert channels["llm"].detail == "1 call (openai), answered from the recording"
+    recorded_llm = next(c for c in cassette.manifest() if c.channel == "llm")
+    assert recorded_llm.state == "captured"
 
     other = offline(
         case, agent, no_tools, cassette, tmp_path / "c.cassette", settings={"model": "m-2"}
