@@ -28,6 +28,12 @@ def shop_world(directory: Path) -> sqlite3.Connection:
     return conn
 
 
+HANG_GUARD_S = 300.0
+"""How long a test waits for what should end in seconds before calling it hung: a guard
+only, generous enough for a loaded machine (timing is ``bench/``'s), and shorter than
+the sleeps it guards against (``sleep 431``: a deadline not kept)."""
+
+
 def replay(*args: str) -> tuple[int, str, str]:
     """Run the ``replay`` command in this process: (exit code, stdout, stderr)."""
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)

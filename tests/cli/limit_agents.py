@@ -12,13 +12,15 @@ import asyncio
 import os
 import sqlite3
 import sys
-import time
+import threading
 from typing import Any
 
 from recorder import Tool, tool
 
 LATE: list[tuple[float, str]] = []
 """What each sleeping agent's call after its sleep met, by how long it slept."""
+WAKE = threading.Event()
+"""Set, every sleeping sync agent wakes at once (a test's way to end sleeps it outlived)."""
 
 
 def make_tools(conn: sqlite3.Connection) -> list[Tool[..., Any]]:
@@ -69,9 +71,10 @@ def read(instruction: str, env: Any) -> str:
 
 
 def sleep(instruction: str, env: Any) -> str:
-    """``sleep S``: sleep, then write a note (past its deadline: refused)."""
+    """``sleep S``: sleep (until ``WAKE``, at most), then write a note (past its deadline:
+    refused)."""
     seconds = _count(instruction)
-    time.sleep(seconds)
+    WAKE.wait(seconds)
     try:
         env.call_tool("note", {"text": "late"})
         LATE.append((seconds, "written"))

@@ -290,28 +290,20 @@ def thousand_trials(viewer: Viewer, path: Path) -> Store:
 
 
 @pytest.mark.slow
-def test_a_thousand_trials_render_lazily_and_load_fast(viewer: Viewer, tmp_path: Path) -> None:
+def test_a_thousand_trials_render_lazily(viewer: Viewer, tmp_path: Path) -> None:
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (Debian package `chromium`)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     store = thousand_trials(viewer, tmp_path / "big.db")
-    started = time.monotonic()
     html = run_html(store, "big")
-    rendered = time.monotonic() - started
     out = tmp_path / "big.html"
     out.write_text(html)
     size = out.stat().st_size
     assert_self_contained(html)
-    assert rendered < 20 and size < 15_000_000, (rendered, size)
+    assert size < 15_000_000, size  # (how fast it renders and loads: bench, not here)
     with offline_browser(sync_api) as (context, errors, blocked):
         page = watched_page(context, errors)
-        started = time.monotonic()
         page.goto(out.as_uri(), wait_until="load")
-        wall = time.monotonic() - started
-        load_ms = page.evaluate(
-            "performance.timing.loadEventEnd - performance.timing.navigationStart"
-        )
-        assert load_ms < 3000, (load_ms, wall)
         assert page.locator("details.trial").count() == 1000
         assert page.locator(".step").count() < 50 * 20  # only the eager failing trials
         # A closed passing trial has no transcript until it is opened.
@@ -334,10 +326,6 @@ def test_a_thousand_trials_render_lazily_and_load_fast(viewer: Viewer, tmp_path:
         evil = summary.locator("xpath=..")
         assert EVIL_PATH in evil.inner_text() and page.title() == "run big"
         assert errors == [] and blocked == []
-    print(
-        f"1000 trials: rendered in {rendered:.2f} s, {size / 1e6:.2f} MB, "
-        f"load event after {load_ms} ms ({wall:.2f} s to goto)"
-    )
 
 
 def test_no_pass_k_column_it_cannot_compute(tmp_path: Path) -> None:

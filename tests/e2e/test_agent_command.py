@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from replay import Store
-from tests.helpers import REPO, replay
+from tests.helpers import HANG_GUARD_S, REPO, replay
 
 CASE = str(REPO / "examples" / "frameworks" / "cases" / "reserve.yaml")
 TOOLS = ["--tools", "examples.frameworks:make_tools", "--llm-url", "http://127.0.0.1:9/v1"]
@@ -48,7 +48,7 @@ def test_a_program_past_its_deadline_is_stopped_with_its_children(tmp_path: Path
         "--agent-cmd", "sh -c 'sleep 431; echo late'", "--trial-timeout", "1",
     )  # fmt: skip
     assert code == 1, err  # its deadline: a limit
-    assert time.monotonic() - started < 30  # two trials, each cut at 1 s
+    assert time.monotonic() - started < HANG_GUARD_S  # cut at 1 s each, not 431 s
     trials = _trials(store, "slow")
     assert [(v, c) for v, c, _ in trials] == [("error", "limit")] * 2
     assert _guards(store, "slow") == [["timeout"], ["timeout"]]
@@ -87,7 +87,7 @@ def test_a_background_child_holding_stdout_does_not_hold_the_trial(tmp_path: Pat
         "--agent-cmd", "sh -c 'sleep 432 & printf \"caf\\351 reserved\"'",
     )  # fmt: skip
     assert code == 1, err  # it answered without calling a tool: the case fails
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < HANG_GUARD_S  # not held for the child's 432 s
     (trial,) = Store(store).trials("bg")
     assert trial.cause is None, trial.cause_detail  # graded, not an error of the agent
     left = subprocess.run(["pgrep", "-f", "^sleep 432"], capture_output=True, text=True).stdout

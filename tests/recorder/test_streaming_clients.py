@@ -1,5 +1,6 @@
 """Streaming fidelity, client by client: chunks reach the agent as they arrive while recording
-(first byte as live), are recorded as they arrived, and are replayed one by one, in order."""
+(each before the server sends the next: lock-step, no clock), are recorded as they arrived,
+and are replayed one by one, in order."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import gzip
 import http.client
 import http.server
 import threading
-import time
 import urllib.request
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import httpx
@@ -36,21 +37,35 @@ from replay.stub_llm import EchoPolicy, StubLLM
 
 CHUNKS = [f"data: chunk {n:02}\n\n".encode() for n in range(5)]
 SIZE = len(CHUNKS[0])  # all the same size: read(SIZE) gets one chunk as it arrives
-GAP = 0.1  # seconds between chunks
-FIRST_BYTE_SLACK = 0.010
+LOCKSTEP_GUARD_S = 60.0
+"""A hang guard only: how long the server waits for the agent to have had a chunk."""
 
-Timed = list[tuple[float, bytes]]
-"""(seconds from sending the request to the chunk reaching the agent, the chunk)"""
+Taken = list[bytes]
+"""The chunks the agent got, in order."""
+
+_HAD: dict[str, threading.Semaphore] = {}  # per lock-step request: chunks the agent had
+_HELD_BACK: set[str] = set()  # lock-step requests whose chunk the agent never had in time
+
+
+def _had(lock: str) -> threading.Semaphore:
+    return _HAD.setdefault(lock, threading.Semaphore(0))
 
 
 class _Streamer(http.server.BaseHTTPRequestHandler):
-    """``/chunked``: CHUNKS as HTTP chunks; ``/length``: the same with a content-length."""
+    """``/chunked``: CHUNKS as HTTP chunks; ``/length``: the same with a content-length.
+
+    With ``lock=ID`` in the query, lock-step: each chunk is sent only once the agent
+    has had the one before (``_taken`` says so), so a client or recorder that held
+    chunks back until more came would never get the next: the request is then
+    marked held back (``_HELD_BACK``) after ``LOCKSTEP_GUARD_S`` and the rest sent.
+    """
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else Nagle and delayed ACKs add ~44 ms per chunk
 
     def do_GET(self) -> None:
         chunked = self.path.startswith("/chunked")
+        lock = parse_qs(urlsplit(self.path).query).get("lock", [None])[0]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         if chunked:
@@ -60,8 +75,8 @@ class _Streamer(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for n, chunk in enumerate(CHUNKS):
-                if n:
-                    time.sleep(GAP)
+                if n and lock is not None and not _had(lock).acquire(timeout=LOCKSTEP_GUARD_S):
+                    _HELD_BACK.add(lock)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
                 self.wfile.flush()
             if chunked:
@@ -84,101 +99,107 @@ def base_url() -> Iterator[str]:
     server.server_close()
 
 
-def _timed(chunks: Iterator[bytes], t0: float) -> Timed:
-    return [(time.perf_counter() - t0, chunk) for chunk in chunks if chunk]
+def _taken(chunks: Iterable[bytes], url: str) -> Taken:
+    """The chunks as the agent gets them, each told to a lock-step server as it comes."""
+    lock = parse_qs(urlsplit(url).query).get("lock", [None])[0]
+    out = []
+    for chunk in chunks:
+        if chunk:
+            out.append(chunk)
+            if lock is not None:
+                _had(lock).release()
+    return out
 
 
-def via_requests(url: str) -> Timed:
+async def _had_each(chunks: AsyncIterable[bytes], url: str) -> AsyncIterator[bytes]:
+    """``_taken`` for an async client: each chunk told as it comes, not once all did."""
+    async for chunk in chunks:
+        yield _taken([chunk], url)[0] if chunk else chunk
+
+
+def via_requests(url: str) -> Taken:
     with requests.Session() as session:
-        t0 = time.perf_counter()
         with session.get(url, stream=True) as response:
-            return _timed(response.iter_content(chunk_size=SIZE), t0)
+            return _taken(response.iter_content(chunk_size=SIZE), url)
 
 
-def via_requests_any(url: str) -> Timed:
+def via_requests_any(url: str) -> Taken:
     """``chunk_size=None``: whatever arrived (an HTTP chunk; a non-chunked body: all of it)."""
     with requests.Session() as session:
-        t0 = time.perf_counter()
         with session.get(url, stream=True) as response:
-            return _timed(response.iter_content(chunk_size=None), t0)
+            return _taken(response.iter_content(chunk_size=None), url)
 
 
-def via_urlopen(url: str) -> Timed:
-    t0 = time.perf_counter()
+def via_urlopen(url: str) -> Taken:
     with urllib.request.urlopen(url, timeout=10) as response:
-        return _timed(iter(lambda: response.read(SIZE), b""), t0)
+        return _taken(iter(lambda: response.read(SIZE), b""), url)
 
 
-def via_requests_lines(url: str) -> Timed:
+def via_requests_lines(url: str) -> Taken:
     with requests.Session() as session:
-        t0 = time.perf_counter()
         with session.get(url, stream=True) as response:
-            return _timed(response.iter_lines(), t0)
+            return _taken(response.iter_lines(), url)
 
 
-def via_urllib3_stream(url: str) -> Timed:
+def via_urllib3_stream(url: str) -> Taken:
     with urllib3.PoolManager() as pool:
-        t0 = time.perf_counter()
         response = pool.request("GET", url, preload_content=False)
-        timed = _timed(response.stream(SIZE), t0)
+        taken = _taken(response.stream(SIZE), url)
         response.release_conn()
-        return timed
+        return taken
 
 
-def via_urllib3_read(url: str) -> Timed:
+def via_urllib3_read(url: str) -> Taken:
     with urllib3.PoolManager() as pool:
-        t0 = time.perf_counter()
         response = pool.request("GET", url, preload_content=False)
-        timed = _timed(iter(lambda: response.read(SIZE), b""), t0)
+        taken = _taken(iter(lambda: response.read(SIZE), b""), url)
         response.release_conn()
-        return timed
+        return taken
 
 
-def _http_client(url: str, read: Callable[[http.client.HTTPResponse], bytes]) -> Timed:
+def _http_client(url: str, read: Callable[[http.client.HTTPResponse], bytes]) -> Taken:
     host, port = url.split("/")[2].split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
-        t0 = time.perf_counter()
         conn.request("GET", "/" + url.split("/", 3)[3])
         response = conn.getresponse()
-        return _timed(iter(lambda: read(response), b""), t0)
+        return _taken(iter(lambda: read(response), b""), url)
     finally:
         conn.close()
 
 
-def via_http_client_read(url: str) -> Timed:
+def via_http_client_read(url: str) -> Taken:
     return _http_client(url, lambda r: r.read(SIZE))
 
 
-def via_http_client_read1(url: str) -> Timed:
+def via_http_client_read1(url: str) -> Taken:
     return _http_client(url, lambda r: r.read1(65536))
 
 
-def via_aiohttp(url: str) -> Timed:
-    async def agent() -> Timed:
+def via_aiohttp(url: str) -> Taken:
+    async def agent() -> Taken:
         async with aiohttp.ClientSession() as session:
-            t0 = time.perf_counter()
             async with session.get(url) as response:
-                return [(time.perf_counter() - t0, c) async for c in response.content.iter_any()]
+                return _taken(
+                    [c async for c in _had_each(response.content.iter_any(), url)], url=""
+                )
 
     return asyncio.run(agent())
 
 
-def via_aiohttp_lines(url: str) -> Timed:
-    async def agent() -> Timed:
+def via_aiohttp_lines(url: str) -> Taken:
+    async def agent() -> Taken:
         async with aiohttp.ClientSession() as session:
-            t0 = time.perf_counter()
             async with session.get(url) as response:
-                return [(time.perf_counter() - t0, line) async for line in response.content]
+                return [line async for line in _had_each(response.content, url) if line]
 
     return asyncio.run(agent())
 
 
-def via_httpx(url: str) -> Timed:
+def via_httpx(url: str) -> Taken:
     with httpx.Client() as client:
-        t0 = time.perf_counter()
         with client.stream("GET", url) as response:
-            return _timed(response.iter_raw(), t0)
+            return _taken(response.iter_raw(), url)
 
 
 AGENTS = [
@@ -203,48 +224,41 @@ CASES = [
     ("agent", "path"), CASES, ids=[f"{a.__name__.removeprefix('via_')}-{p[1:]}" for a, p in CASES]
 )
 def test_chunks_arrive_as_live_are_recorded_as_they_came_and_replay_in_order(
-    tmp_path: Path, base_url: str, agent: Callable[[str], Timed], path: str
+    tmp_path: Path, base_url: str, agent: Callable[[str], Taken], path: str
 ) -> None:
-    url = base_url + path + "?" + agent.__name__
+    """Lock-step: the server sends each chunk once the agent had the one before."""
+    url = f"{base_url}{path}?{agent.__name__}&lock="
     recorded_at = tmp_path / "recorded.cassette"
-    live, recorded = agent(url), _recorded(agent, url, recorded_at)
-    if recorded[0][0] >= live[0][0] + FIRST_BYTE_SLACK:  # a stall on a shared machine? again
-        live = min(live, agent(url))
-        recorded = min(recorded, _recorded(agent, url, recorded_at))
-    chunks = [chunk for _, chunk in live]
-    assert b"".join(chunks) == b"".join(CHUNKS)
-    # As they arrive: the first a gap before the second, and the agent gets it as early.
-    assert [chunk for _, chunk in recorded] == chunks
-    assert recorded[0][0] < live[0][0] + FIRST_BYTE_SLACK, (live[0][0], recorded[0][0])
-    assert recorded[1][0] - recorded[0][0] > GAP / 2 and live[1][0] - live[0][0] > GAP / 2
+    live = agent(url + f"live-{tmp_path.name}")
+    with record(recorded_at):
+        recorded = agent(url + f"recorded-{tmp_path.name}")
+    assert b"".join(live) == b"".join(CHUNKS)
+    # As they arrive: each reached the agent before the server sent the next.
+    assert not {f"live-{tmp_path.name}", f"recorded-{tmp_path.name}"} & _HELD_BACK
+    assert recorded == live
     (event,) = [e for e in read_cassette(recorded_at).events if isinstance(e, HttpEvent)]
     assert event.response is not None and event.response.complete
-    assert event.response.chunks == chunks  # recorded as the chunks that arrived
+    assert event.response.chunks == live  # recorded as the chunks that arrived
     with playback(recorded_at):
-        replayed = agent(url)
-    assert [chunk for _, chunk in replayed] == chunks  # one by one, in order
-
-
-def _recorded(agent: Callable[[str], Timed], url: str, path: Path) -> Timed:
-    with record(path, overwrite=True):
-        return agent(url)
+        replayed = agent(url + f"recorded-{tmp_path.name}")
+    assert replayed == live  # one by one, in order
 
 
 @pytest.mark.parametrize(
     "agent", [via_requests_lines, via_aiohttp_lines], ids=["requests", "aiohttp"]
 )
 def test_lines_of_a_stream_replay_as_they_were_read(
-    tmp_path: Path, base_url: str, agent: Callable[[str], Timed]
+    tmp_path: Path, base_url: str, agent: Callable[[str], Taken]
 ) -> None:
     url = base_url + "/chunked"
     with record(tmp_path / "lines.cassette"):
-        live = [line for _, line in agent(url)]
+        live = agent(url)
     (event,) = [
         e for e in read_cassette(tmp_path / "lines.cassette").events if isinstance(e, HttpEvent)
     ]
     assert event.response is not None and event.response.chunks == CHUNKS  # as sent
     with playback(tmp_path / "lines.cassette"):
-        assert [line for _, line in agent(url)] == live
+        assert agent(url) == live
     assert [line.strip() for line in live if line.strip()] == [c.strip() for c in CHUNKS]
 
 

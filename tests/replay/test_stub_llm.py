@@ -8,11 +8,9 @@ import json
 import math
 import re
 import socket
-import statistics
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -845,20 +843,30 @@ def test_concurrent_conversations_get_their_own_turns() -> None:
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_sequential_requests_are_fast(stub_llm: StubLLM, api: str) -> None:
-    """Guards the Nagle trap: without TCP_NODELAY each request costs ~44 ms on loopback."""
-    durations = []
+def test_the_stub_answers_with_nagle_off(
+    stub_llm: StubLLM, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards the Nagle trap: without TCP_NODELAY each request costs ~44 ms on loopback.
+
+    The socket each request is answered on is looked at, not timed (the cost itself is
+    ``bench.record_overhead``'s bare request).
+    """
+    handler = stub_llm._server.RequestHandlerClass  # type: ignore[union-attr]
+    seen: list[int] = []
+    setup = handler.setup
+
+    def watched(self: Any) -> None:
+        setup(self)
+        seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    monkeypatch.setattr(handler, "setup", watched)
     with openai_client(stub_llm) as oai, anthropic_client(stub_llm) as ant:
-        for _ in range(20):
-            start = time.perf_counter()
+        for _ in range(3):
             if api == "openai":
                 oai.chat.completions.create(model="m", messages=[OPENAI_USER])
             else:
                 ant.messages.create(model="m", max_tokens=8, messages=[OPENAI_USER])
-            durations.append(time.perf_counter() - start)
-    assert sum(durations) < 2.0
-    # 20 x 44 ms would still pass the total bound, so check the typical request too.
-    assert statistics.median(durations) < 0.02
+    assert seen and all(seen), seen
 
 
 # --------------------------------------------------------------------------- lifecycle
