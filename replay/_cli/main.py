@@ -47,9 +47,9 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except ReplayError as exc:
+        except ReplayError as exc:  # (an error of the environment says so: exit 3)
             click.echo(f"error: {printable(flags(str(exc)))}", err=True)
-            ctx.exit(ExitCode.BAD_INPUT)
+            ctx.exit(getattr(exc, "exit_code", ExitCode.BAD_INPUT))
         except click.UsageError as exc:  # a bad option value: one line too, not the usage block
             click.echo(f"error: {printable(exc.format_message())}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)

@@ -234,6 +234,10 @@ OPTIONS: tuple[Flag, ...] = (
          "Never record calls to this host (or path prefix); offline and in the sandbox they get "
          "an empty success (repeatable; added to the default list of the SDKs' tracing "
          "endpoints).", multiple=True, metavar="HOST[/PATH]", value=_listed),
+    Flag(("--no-llm-check",), "llm.check",
+         "Do not check that --llm-url accepts a connection before the run (an agent that "
+         "never calls its LLM); checked, one that does not stops the run (exit 3).",
+         is_flag=True, value=lambda no, _: not no),
     Flag(("--ignore-field", "ignore_fields"), "llm.ignore_fields",
          "A request field that changes on every run, left out when requests are matched to "
          "their recording (offline, a frozen LLM): a JSON body path (metadata.user_id, "

@@ -124,6 +124,27 @@ def trial_redaction(plan: TrialPlan) -> Redaction:
     )
 
 
+def llm_down(cassette: Cassette) -> str | None:
+    """Why the LLM failed the agent before it answered once, if it did: infrastructure.
+
+    An LLM call that could not connect, or was answered 5xx (the trial's LLM proxy
+    answers 502 for an LLM it cannot reach), before any LLM call was answered: the
+    agent never got a token, so its error is not its fault. A miss (4xx) is not, nor
+    a 5xx a fault injects (the trial tests the agent against it: not asked then).
+    """
+    for event in cassette.events:
+        if not isinstance(event, HttpEvent) or llm_call(event, request=False) is None:
+            continue
+        status = event.response.status if event.response is not None else None
+        if event.error is not None or (status is not None and status >= 500):
+            what = f"HTTP {status}" if event.error is None else event.error.message
+            url = event.request.url
+            return f"the LLM at {url} failed before it answered once: {what}"
+        if status is not None and status < 400:
+            return None
+    return None
+
+
 def run_agent(
     plan: TrialPlan,
     env: Environment,
@@ -278,6 +299,8 @@ def graded(
     elif summary.stopped is not None:  # what the agent did after it is not in the cassette
         why = (summary.stopped.describe(),)
         outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.HARNESS, why)
+    elif summary.status == "error" and plan.faults is None and (down := llm_down(cassette)):
+        outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.HARNESS, (down,))
     elif summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
         errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]
         detail = tuple(f"agent raised {e.error.type}: {e.error.message}" for e in errors)

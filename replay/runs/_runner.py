@@ -39,6 +39,7 @@ from ..surroundings import LLM_KINDS, Fault, parse_faults
 from ..worlds import load_fixture
 from ._backend import backend
 from ._driver import Driver
+from ._reach import check_llm
 from ._spec import RunSpec
 from ._stored import hide_server, hide_settings
 from ._work import Job, blob, sweep_scratch
@@ -160,6 +161,8 @@ def execute(
         if mode.runs_agent and spec.agent.tools and not spec.agent.mcp_servers:
             _check_fault_tools(spec.agent.tools, faults, cases)
         _check_graders(spec, cases)
+    if mode.runs_agent and llm == "live" and spec.llm.url and spec.llm.check:
+        check_llm(spec.llm.url)  # (last: down, no trial runs rather than every agent blamed)
     if resume:
         if store.run(spec.name) is None:
             raise ConfigError(f"no run {spec.name!r} to resume in {store.path}")

@@ -128,6 +128,8 @@ class LlmSettings:
     """Ignore the default list of tracing endpoints (``recorder.DEFAULT_IGNORE_HOSTS``)."""
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     """USD per million input and output tokens, by model: for costs and max_cost."""
+    check: bool = True
+    """Before a run with a live LLM, check once that ``url`` accepts a connection."""
     ignore_fields: list[str] = field(default_factory=list)
     """Request fields left out when the trials' requests are matched to their recordings,
     besides each case's ``ignore_fields`` (see ``replay.Case.ignore_fields``)."""

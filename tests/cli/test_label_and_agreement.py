@@ -121,7 +121,7 @@ def test_label_refuses_an_unknown_trial_in_one_line(case: str, tmp_path: Path) -
 
 def test_a_rubric_without_a_judge_is_refused_not_skipped(case: str, tmp_path: Path) -> None:
     code, _, err = replay(
-        "run", case, "--run", "r", "--llm-url", "http://127.0.0.1:9/v1",
+        "run", case, "--run", "r", "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
         "--store", str(tmp_path / "r.db"), *AGENT,
     )  # fmt: skip
     assert code == 2 and "--judge-url" in err and "--no-judge" in err

@@ -31,7 +31,7 @@ def test_a_crash_comes_before_the_assertions_it_broke_and_its_traceback_is_shown
     agent = ["--agent", f"{module}:crash", "--tools", f"{module}:make_tools"]
     code, _, err = replay(
         "run", str(case), "--run", "r", "-k", "2", "--store", store, *agent, "--isolation", "none",
-        "--llm-url", "http://127.0.0.1:9/v1",
+        "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
     )  # fmt: skip
     assert code == 1, err  # the agent crashed (an error of cause agent)
     code, out, _ = replay("report", "r", "--store", store)

@@ -157,7 +157,11 @@ def test_a_damaged_cassette_is_named_when_a_case_has_none_left(store: str, tmp_p
     ],
 )
 def test_bad_runs_are_one_line_errors(store: str, args: list[str], message: str) -> None:
-    args = [*args, "--llm-url", "http://127.0.0.1:9/v1"] if "--llm-url" not in args else args
+    args = (
+        [*args, "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check"]
+        if "--llm-url" not in args
+        else args
+    )
     code, _, err = replay("run", CASE, "--run", "bad", "--store", store, *args)
     assert code == 2 and message in err and err.count("\n") == 1
 
@@ -350,7 +354,7 @@ def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
     assert [t.verdict for t in Store(store).trials("r")] == ["pass"]
     code, _, err = replay(
         "run", CASE, "--run", "p", "--store", store, "--isolation", "process", *AGENT,
-        "--llm-url", "http://127.0.0.1:9/v1",
+        "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
     )  # fmt: skip
     assert code == 2 and "the mcp SDK is missing" in err and err.count("\n") == 1, err
 

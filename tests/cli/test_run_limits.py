@@ -23,7 +23,7 @@ from tests.cli import limit_agents
 from tests.helpers import replay
 
 TOOLS = ["--tools", "tests.cli.limit_agents:make_tools"]
-NO_LLM = ["--llm-url", "http://127.0.0.1:9/v1"]
+NO_LLM = ["--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check"]
 IN_PROCESS = ("--isolation", "none")
 """What these tests are about: an agent in the harness's process (walls are the sandbox's
 default where bubblewrap runs; walled agents keep their own deadline, tested in e2e)."""

@@ -19,7 +19,7 @@ SERVER = str(_BESIDE) if _BESIDE.exists() else shutil.which("mcp-server-sqlite")
 AGENT = [
     "--agent", "tests.replay.mcp_agents:task_done_over_stdio",
     "--tools", "tests.replay.mcp_agents:no_tools",
-    "--llm-url", NO_LLM_URL,
+    "--llm-url", NO_LLM_URL, "--no-llm-check",
 ]  # fmt: skip
 CASE = """\
 id: ship-it

@@ -125,7 +125,7 @@ def test_planted_secrets_reach_no_byte_the_run_writes_and_resume_takes_them_agai
 def test_a_bad_redact_tool_path_is_refused_before_the_run(tmp_path: Path) -> None:
     code, _, err = replay(
         "run", _case(tmp_path), "--run", "r", "--store", str(tmp_path / "s.db"), *AGENT,
-        "--llm-url", "http://127.0.0.1:9/v1", "--redact-tool", "vault.token",
+        "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check", "--redact-tool", "vault.token",
     )  # fmt: skip
     assert code == 2 and "TOOL.args.PATH" in err
     assert not (tmp_path / "s.db").exists() or Store(tmp_path / "s.db").run("r") is None

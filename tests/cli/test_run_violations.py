@@ -39,7 +39,8 @@ def test_a_violation_fails_the_trial_is_reported_and_allow_host_allows_one(
     (tmp_path / "case.yaml").write_text("id: reach\ninstruction: reach out\nfixture: w.sql\n")
     store = str(tmp_path / "results.db")
     run = [
-        "run", str(tmp_path / "case.yaml"), "--store", store, "--llm-url", NO_LLM_URL,
+        "run", str(tmp_path / "case.yaml"), "--store", store,
+        "--llm-url", NO_LLM_URL, "--no-llm-check",
         "--agent", "tests.cli.reaching_agent:agent", "--tools", "tests.cli.reaching_agent:no_tools",
         "--set", f"port={port}", "--isolation", "none",
     ]  # fmt: skip

@@ -17,7 +17,13 @@ from replay import Store
 from tests.helpers import HANG_GUARD_S, REPO, replay
 
 CASE = str(REPO / "examples" / "frameworks" / "cases" / "reserve.yaml")
-TOOLS = ["--tools", "examples.frameworks:make_tools", "--llm-url", "http://127.0.0.1:9/v1"]
+TOOLS = [
+    "--tools",
+    "examples.frameworks:make_tools",
+    "--llm-url",
+    "http://127.0.0.1:9/v1",
+    "--no-llm-check",
+]
 
 
 def _trials(store: str, run: str) -> list[tuple[str, str, str]]:

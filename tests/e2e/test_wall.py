@@ -74,7 +74,7 @@ def _run(project: Path, case: str, agent: str, *options: str) -> tuple[int, str]
         "run", case, "--run", Path(case).stem, "--store", ".replay/results.db",
         "--agent", f"wallproject.wall:{agent}", "--tools", "wallproject.wall:make_tools",
         "--isolation", "process",
-        "--llm-url", "http://127.0.0.1:9/v1", *options,
+        "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check", *options,
     )  # fmt: skip
     return code, err
 
@@ -156,7 +156,7 @@ def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_end
     code, _, err = replay(
         "run", case, "--run", "leaves", "--store", ".replay/results.db",
         "--agent", "wallproject.wall:leaves", "--tools", "wallproject.wall:make_tools",
-        "--isolation", "none", "--llm-url", "http://127.0.0.1:9/v1",
+        "--isolation", "none", "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
     )  # fmt: skip
     assert code == 0, err
     from replay.surroundings._processes import TRACKER, _children
@@ -180,7 +180,7 @@ def test_a_program_in_tmp_sees_itself_and_nothing_else_there(project: Path) -> N
             "run", _case(project, "beside", "look"), "--run", "beside",
             "--store", ".replay/results.db", "--agent-cmd", f"{sys.executable} {mine}",
             "--tools", "wallproject.wall:make_tools", "--isolation", "process",
-            "--llm-url", "http://127.0.0.1:9/v1",
+            "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
         )  # fmt: skip
     finally:
         mine.unlink()

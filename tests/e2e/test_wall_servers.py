@@ -50,7 +50,8 @@ def _run(tmp_path: Path, name: str, steps: list[object], *more: str) -> tuple[in
         str(REPLAY), "run", str(case), "--run", name, "--store", store,
         "--agent", "tests.replay.mcp_agents:scripted",
         "--tools", "tests.replay.mcp_agents:no_tools", "--isolation", "process",
-        "--mcp-server", f"test={sys.executable} {SERVER}", "--llm-url", "http://127.0.0.1:9/v1",
+        "--mcp-server", f"test={sys.executable} {SERVER}",
+        "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
         *more,
     ]  # fmt: skip
     err = tmp_path / f"{name}.err"

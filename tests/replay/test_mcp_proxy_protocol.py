@@ -155,7 +155,7 @@ def test_the_run_goes_on_past_a_trial_whose_server_dies(tmp_path: Path) -> None:
     code, out, err = replay(
         "run", *(str(c.path) for c in cases), "--run", "r", "--store", store,
         "--agent", "tests.replay.mcp_agents:scripted",
-        "--tools", "tests.replay.mcp_agents:no_tools", "--llm-url", NO_LLM_URL,
+        "--tools", "tests.replay.mcp_agents:no_tools", "--llm-url", NO_LLM_URL, "--no-llm-check",
         "--mcp-server", f"test={sys.executable} {SERVER} {{world}}",
     )  # fmt: skip
     assert code == 3, err  # the server's error, not the agent's
