@@ -60,6 +60,11 @@ def _k_value(text: str | None) -> tuple[int, float] | None:
     multiple=True,
     help="A pin meant to differ (repeatable); default: any one of agent, model, settings, llm.",
 )
+@click.option(
+    "--strict-pins",
+    is_flag=True,
+    help="Refuse runs that differ in a pin only noted otherwise (isolation: walled or not).",
+)
 @confidence_option
 @power_option
 @click.option(
@@ -80,6 +85,7 @@ def gate_command(
     max_unsupported: float | None,
     max_failing_critical: int | None,
     vary: tuple[str, ...],
+    strict_pins: bool,
     confidence: float,
     power: float,
     allow_underpowered: bool,
@@ -128,7 +134,10 @@ def gate_command(
         allow_underpowered=allow_underpowered,
         fdr=fdr,
     )
-    result = gate(Store(store, create=False), baseline, candidate, thresholds, vary=vary)
+    result = gate(
+        Store(store, create=False), baseline, candidate, thresholds, vary=vary,
+        strict_pins=strict_pins,
+    )  # fmt: skip
     for check in result.checks:
         mark = "ok  " if check.holds else "????" if check.undecided else "FAIL"
         click.echo(f"{mark} {printable(check.text)}")

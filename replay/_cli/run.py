@@ -129,7 +129,12 @@ def run(**given: Any) -> None:
         data = {"run": name, "store": str(results.path), "exit": exit_, **report_json(report)}
         click.echo(json.dumps(data, indent=2))
     else:
-        for line in _summary(report, results, store, verdicts, measure):
+        lines = _summary(report, results, store, verdicts, measure)
+        stored = results.run(name)
+        walled = (stored.pins if stored is not None else {}).get("isolation")
+        if walled and spec.agent.isolation == "auto":  # what auto chose, on this machine
+            lines.insert(1, f"isolation {walled} (auto: {_WALLS.get(walled, walled)})")
+        for line in lines:
             click.echo(printable(line))
     if code != ExitCode.OK:
         click.get_current_context().exit(code)
@@ -184,6 +189,9 @@ def _summary(
     where = "" if store == DEFAULT_PATH else f" --store {results.path}"
     lines.append(f"stored in {results.path}; see `replay report {report.name}{where}`")
     return lines
+
+
+_WALLS = {"process": "each agent walled in", "none": "agents in this process, unwalled"}
 
 
 def _rate(value: float | None) -> str:

@@ -24,6 +24,11 @@ from ._store import Store
 VARIABLE_PINS = ("agent", "model", "settings", "llm")
 """Pins a comparison may vary: the variable under test (one, unless --vary names more)."""
 
+NOTED_PINS = ("isolation",)
+"""Pins that are recorded and said when they differ, but do not keep two runs from being
+compared unless ``strict_pins`` (installing an extra turns ``--isolation auto`` walls on:
+the runs still measure the same agent)."""
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -124,6 +129,7 @@ def gate(
     thresholds: Thresholds,
     *,
     vary: tuple[str, ...] = (),
+    strict_pins: bool = False,
 ) -> GateResult:
     """Check ``candidate`` against ``baseline``, or on its own when ``baseline`` is None.
 
@@ -135,7 +141,8 @@ def gate(
     Raises:
         ConfigError: A run is missing, not finished (``replay run --resume``
             finishes it) or holds no trial; the pins differ beyond the variable
-            under test (``vary``; by default any one of ``VARIABLE_PINS``);
+            under test (``vary``; by default any one of ``VARIABLE_PINS``; the
+            ``NOTED_PINS`` only with ``strict_pins``, else a note says so);
             without a baseline, ``max_drop`` is given, or no threshold is.
     """
     if baseline is None:
@@ -147,7 +154,8 @@ def gate(
         _check_complete(store, name, run)
     differing = pin_differences(runs[baseline].pins, runs[candidate].pins)  # type: ignore[union-attr]
     allowed = set(vary) if vary else set(VARIABLE_PINS)
-    beyond = {k: v for k, v in differing.items() if k not in allowed}
+    noted = {} if strict_pins else {k: v for k, v in differing.items() if k in NOTED_PINS}
+    beyond = {k: v for k, v in differing.items() if k not in allowed and k not in noted}
     varied = [k for k in differing if k in allowed]
     if beyond or (not vary and len(varied) > 1):
         what = beyond or {k: differing[k] for k in varied}
@@ -182,6 +190,10 @@ def gate(
     )
     if comparison.only_a or comparison.only_b:
         notes.append(_unpaired(comparison))
+    notes += [
+        f"the runs differ in {k} ({v}): noted, not blocking (--strict-pins)"
+        for k, v in noted.items()
+    ]
     holds = all(c.holds for c in checks)
     return GateResult(holds, checks, notes, changes, comparison=comparison)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from examples.shop import refund_policy
+from replay.agents import unavailable
 from replay.graders import Cause, Verdict
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
@@ -401,3 +403,28 @@ def test_a_report_cut_off_while_written_leaves_the_previous_one_whole(
     assert replay(*args, "--store", store)[0] != 0  # (click says "Aborted!")
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no part left behind
+
+
+def test_walls_are_noted_not_blocking_unless_strict(store: str, tmp_path: Path) -> None:
+    """Installing an extra turns ``--isolation auto`` walls on: the runs still compare."""
+    if unavailable() is not None:
+        pytest.skip(f"isolation is unavailable here: {unavailable()}")
+    copy = str(tmp_path / "r.db")
+    source, target = sqlite3.connect(store), sqlite3.connect(copy)
+    source.backup(target)  # (the module's store stays as it was for the other tests)
+    source.close()
+    target.close()
+    with StubLLM(refund_policy()) as llm:
+        code, out, err = replay(
+            "run", str(CASE), "--run", "walled", "-k", "8", "--llm-url", llm.openai_base_url,
+            "--store", copy, *AGENT[:4], "--measure",
+        )  # fmt: skip
+    assert code == 0, err
+    assert "isolation process (auto: each agent walled in)" in out  # what auto chose
+    code, out, err = replay("gate", "--baseline", "base", "--candidate", "walled", "--store", copy)
+    assert code == 0, err
+    assert "the runs differ in isolation ('none' -> 'process'): noted, not blocking" in out
+    code, _, err = replay(
+        "gate", "--baseline", "base", "--candidate", "walled", "--store", copy, "--strict-pins"
+    )
+    assert code == 2 and "differ in more than the variable under test: isolation" in err
