@@ -8,6 +8,8 @@ import click
 
 from replay import promote
 
+from ..plugins import printable
+
 
 @click.command("promote")
 @click.argument("cassette", type=click.Path(path_type=Path))
@@ -39,3 +41,6 @@ def promote_command(
     """
     made = promote(cassette, case_id, list(expect), out, fixture=fixture, instruction=instruction)
     click.echo(f"wrote {made.case}, {made.fixture} and {made.cassette}")
+    if made.truncation:  # as show says: the case replays what it kept, no more
+        said = f"{cassette}: {made.truncation}; the case replays what it kept"
+        click.echo(f"warning: {printable(said)}", err=True)

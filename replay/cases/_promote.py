@@ -38,6 +38,9 @@ class Promoted:
     case: Path
     fixture: Path
     cassette: Path
+    truncation: str | None = None
+    """Why the incident's cassette is cut short (its recording killed), or None: the case
+    then replays only what it kept."""
 
 
 def instruction_of(cassette: Cassette) -> str | None:
@@ -141,7 +144,7 @@ def promote(
             case_id, text, fixture_copy.name, expect, scaffold(diff), diff, tools, cassette_path
         ),
     )
-    return Promoted(case_path, fixture_copy, frozen)
+    return Promoted(case_path, fixture_copy, frozen, cassette.truncation)
 
 
 def _is_database(path: Path) -> bool:

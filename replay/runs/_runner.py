@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from recorder import (
+    Cassette,
     ConfigError,
     Secrets,
     __version__,
-    holds_events,
     patched,
     read_cassette,
     read_header,
@@ -247,37 +247,37 @@ def _jobs(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> list[Job]:
 
 
 def _doubtful_recordings(jobs: Sequence[Job], replays_tools: bool = False) -> list[str]:
-    """A warning for each recorded cassette the jobs use that holds no events.
+    """A warning for each recorded cassette the jobs use that is cut short or holds no events.
 
-    (A recording of nothing: offline, every call the agent makes is then
-    unsupported; in review, the fixture as it was is graded.) With
-    ``replays_tools`` (offline), one too for each whose LLM asked for tool calls
-    that no tool event holds (its capture manifest's ``tools`` channel): the
-    verdicts rest on its LLM traffic alone. A cassette that cannot be read here
-    is left to the trial that reads it to say so.
+    (A recording cut short — its recording killed — is replayed as far as it goes: a
+    trial that needs more is ``unsupported`` as if the agent changed. A recording of
+    nothing: offline, every call the agent makes is then unsupported; in review, the
+    fixture as it was is graded.) With ``replays_tools`` (offline), one too for each
+    whose LLM asked for tool calls that no tool event holds (its capture manifest's
+    ``tools`` channel): the verdicts rest on its LLM traffic alone. A cassette that
+    cannot be read here is left to the trial that reads it to say so.
     """
     out = []
     for path in dict.fromkeys(j.recorded for j in jobs if j.recorded is not None):
         try:
-            empty = not holds_events(path)  # the header and one record more, not every event
+            cassette = read_cassette(path)
         except Exception:  # the trial reads it, and its error says why
             continue
-        if empty:
+        if cassette.truncation:
+            out.append(f"{path}: {cassette.truncation}; its trials replay what it kept")
+        if not cassette.events:
             out.append(
                 f"{path}: the cassette holds no events; its trials replay a recording of "
                 "nothing (was the session recorded?)"
             )
-        elif replays_tools and (unseen := _unwrapped(path)):
+        elif replays_tools and (unseen := _unwrapped(cassette)):
             out.append(f"{path}: {unseen}; offline, its trials' verdicts rest on its LLM alone")
     return out
 
 
-def _unwrapped(path: Path) -> str | None:
+def _unwrapped(cassette: Cassette) -> str | None:
     """What the cassette's manifest says of its tools, when the LLM asked for unseen ones."""
-    try:
-        tools = next(c for c in read_cassette(path).manifest() if c.channel == "tools")
-    except Exception:  # the trial reads it, and its error says why
-        return None
+    tools = next(c for c in cassette.manifest() if c.channel == "tools")
     return tools.detail if tools.state == "not seen" and "asked for" in tools.detail else None
 
 
