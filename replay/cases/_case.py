@@ -31,6 +31,7 @@ tags: [refunds, critical]
 
 from __future__ import annotations
 
+import difflib
 import enum
 import functools
 import sqlite3
@@ -319,8 +320,8 @@ class _Schema:
     def problems(self, where: str, ref: WorldRef) -> list[str]:
         if ref.table not in self.tables:
             return [
-                f"{where} names table {ref.table!r}, which the fixture has no "
-                f"(tables: {self._listed(self.tables)})"
+                f"{where} names table {ref.table!r}, but the fixture has no such table "
+                f"(its tables: {self._listed(self.tables)})"
             ]
         columns, pk = self.columns(ref.table)
         if ref.key_parts is not None and ref.key_parts != len(pk):
@@ -333,8 +334,8 @@ class _Schema:
         if ref.column in columns or (ref.filter and ref.column == "rowid"):
             return []
         return [
-            f"{where} names column {ref.column!r} of table {ref.table!r}, which the fixture "
-            f"has no ({ref.table} has: {self._listed(columns)})"
+            f"{where} names column {ref.column!r} of table {ref.table!r}, but the fixture's "
+            f"{ref.table} has no such column (its columns: {self._listed(columns)})"
         ]
 
 
@@ -376,7 +377,13 @@ def load_case(path: str | Path) -> Case:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        raise CaseFileError(err["msg"], path=path, field=field) from None
+        message = err["msg"]
+        if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:  # a top-level key
+            known = [f.alias or name for name, f in Case.model_fields.items() if name != "path"]
+            near = difflib.get_close_matches(str(err["loc"][0]), known, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            message = f"not a case field; {hint}the fields: {', '.join(sorted(known))}"
+        raise CaseFileError(message, path=path, field=field) from None
     fixture = case.fixture if case.fixture.is_absolute() else path.parent / case.fixture
     if not fixture.exists():
         raise CaseFileError(f"fixture {fixture} does not exist", path=path, field="fixture")

@@ -41,7 +41,7 @@ def test_a_wrong_reference_fails_naming_case_and_assertion(tmp_path: Path) -> No
     assert out.strip().endswith("1 case(s) fail their own reference solution")
 
 
-SHOP_TABLES = "(tables: customers, emails, inventory, ledger, orders, refunds)"
+SHOP_TABLES = "(its tables: customers, emails, inventory, ledger, orders, refunds)"
 
 
 @pytest.mark.parametrize(
@@ -50,13 +50,13 @@ SHOP_TABLES = "(tables: customers, emails, inventory, ledger, orders, refunds)"
         (
             "orders[4812].status",
             "orderz[4812].status",
-            f"assertion 3 names table 'orderz', which the fixture has no {SHOP_TABLES}",
+            f"assertion 3 names table 'orderz', but the fixture has no such table {SHOP_TABLES}",
         ),
         (
             "orders[4812].status",
             "orders[4812].state",
-            "assertion 3 names column 'state' of table 'orders', which the fixture has no "
-            "(orders has: id, customer_id, total, status)",
+            "assertion 3 names column 'state' of table 'orders', but the fixture's orders has "
+            "no such column (its columns: id, customer_id, total, status)",
         ),
         (
             "refunds.count(order_id=4812)",
@@ -76,7 +76,7 @@ SHOP_TABLES = "(tables: customers, emails, inventory, ledger, orders, refunds)"
         (
             "  - no_side_effects",
             "  - diff.refund.inserted == 1",
-            f"assertion 6 names table 'refund', which the fixture has no {SHOP_TABLES}",
+            f"assertion 6 names table 'refund', but the fixture has no such table {SHOP_TABLES}",
         ),
         (
             "orders[4812].status",
@@ -87,12 +87,13 @@ SHOP_TABLES = "(tables: customers, emails, inventory, ledger, orders, refunds)"
         (
             "allowed_tables: [orders, refunds, ledger, emails]",
             "allowed_tables: [orders, refunds, ledgers, emails]",
-            f"allowed_tables names table 'ledgers', which the fixture has no {SHOP_TABLES}",
+            "allowed_tables names table 'ledgers', but the fixture has no such table "
+            + SHOP_TABLES,
         ),
         (
             "tags: [refunds, critical]",
             "match_reference: {multisets: [refund.tags]}",
-            "match_reference.multisets names table 'refund', which the fixture has no",
+            "match_reference.multisets names table 'refund', but the fixture has no such table",
         ),
         (
             "tags: [refunds, critical]",
@@ -142,7 +143,8 @@ def test_document_collections_are_checked_by_name_their_fields_are_open(tmp_path
     code, _, err = replay("check-cases", str(case), *TOOLS)
     assert (
         code == 2
-        and "assertion 1 names table 'user', which the fixture has no (tables: users)" in err
+        and "assertion 1 names table 'user', but the fixture has no such table (its tables: users)"
+        in err
     )
 
 

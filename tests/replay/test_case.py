@@ -37,7 +37,8 @@ GOOD = "id: c\ninstruction: do it\nfixture: world.sql\n"
         ("id: c\ninstruction: do it\n", "fixture", "Field required"),
         (GOOD + "suite: hard\n", "suite", "Input should be 'capability' or 'regression'"),
         (GOOD + "max_steps: -1\n", "max_steps", "greater than 0"),
-        (GOOD + "colour: red\n", "colour", "Extra inputs are not permitted"),
+        (GOOD + "colour: red\n", "colour", "not a case field; the fields: allowed_tables"),
+        (GOOD + "asert: []\n", "asert", "not a case field; did you mean 'assert'?"),
         (GOOD + "assert: [refunds.count( == 1]\n", "assert.0", "column"),
         (GOOD + 'assert: ["t.status == 1"]\n', "assert.0", "unknown attribute .status"),
         (
