@@ -6,6 +6,7 @@ this module runs what they give and says what happened.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -23,7 +24,9 @@ from replay import ExitCode, RunReport, RunSpec, Store, build_report, execute, r
 from ..cases import check_name
 from ..plugins import printable
 from ..results import DEFAULT_PATH
+from ..stub_llm import StubLLM
 from .run_options import AGAIN, OPTIONS, flags, options, settings
+from .stub_llm import policy_of
 
 
 @click.command()
@@ -77,6 +80,16 @@ def run(**given: Any) -> None:
     server or user, unsupported, unknown); 2 on bad input; 130 on Ctrl-C.
     --measure exits 0 whatever the verdicts.
     """
+    stub = given["stub_llm"]
+    if stub is not None and given.get("llm_url"):
+        raise click.UsageError("give --stub-llm or --llm-url, not both")
+    with StubLLM(policy_of(stub)) if stub is not None else contextlib.nullcontext() as llm:
+        if llm is not None:
+            given = {**given, "llm_url": llm.openai_base_url}
+        _run(given)
+
+
+def _run(given: dict[str, Any]) -> None:
     name, store, resume = given["name"], given["store"], given["resume"]
     measure, as_json = given["measure"], given["as_json"]
     # Bad input is said before a store is made; on --resume, only what it takes again is read.

@@ -279,6 +279,11 @@ OPTIONS: tuple[Flag, ...] = (
     Flag(("--user-model",), "user.model", "Model playing the user."),
     Flag(("--user-timeout",), "user.timeout",
          "Seconds a simulated user's answer may take in all; past it the user has failed."),
+    Flag(("--stub-llm",), None,
+         "Start the stub LLM for this run on a free port and point --llm-url at it, stopped "
+         "after: a JSON script, a MODULE:FUNCTION making a policy (replay stub-llm --help), "
+         "or `echo`. (--resume takes it again.)",
+         metavar="SCRIPT.json|MOD:FN|echo", default=None),
     Flag(("--measure",), None,
          "A measurement run, whose point is the numbers: exit 0 whatever the verdicts "
          "(still 2 on bad input, 130 on Ctrl-C).", is_flag=True),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from recorder import ConfigError
+from recorder import ConfigError, ReplayError
 
 from ..modes import load_callable
 from ..stub_llm import EchoPolicy, Policy, ScriptedPolicy, serve
@@ -44,22 +44,37 @@ def stub_llm(
     flake_rate: float,
 ) -> None:
     """Serve OpenAI chat completions and Responses, and Anthropic messages, from a script."""
-    policy: Policy = EchoPolicy()
     if script is not None and policy_name is not None:
         raise click.UsageError("give --script or --policy, not both")
-    if policy_name is not None:
-        try:
-            made = load_callable(policy_name)()
-        except TypeError as exc:
-            raise ConfigError(f"{policy_name!r} makes no policy without arguments: {exc}") from None
-        except Exception as exc:  # its own failure: one line, not a traceback
-            raise ConfigError(f"{policy_name!r} failed: {type(exc).__name__}: {exc}") from None
-        if not callable(made):
-            raise ConfigError(f"{policy_name!r} did not return a stub policy (request -> reply)")
-        policy = made
-    if script is not None:
-        try:
-            policy = ScriptedPolicy.from_json(script)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+    policy = policy_of(str(script) if script is not None else policy_name or "echo")
     serve(policy, host=host, port=port, seed=seed, flake_rate=flake_rate)
+
+
+def policy_of(given: str) -> Policy:
+    """The stub's policy: a JSON script's path, a ``MODULE:FUNCTION`` making one, or ``echo``.
+
+    (``echo``: the last user message said back.)
+
+    Raises:
+        ConfigError: The script does not read, or the function makes no policy.
+    """
+    if given == "echo":
+        return EchoPolicy()
+    if given.endswith(".json") or Path(given).is_file():
+        try:
+            return ScriptedPolicy.from_json(Path(given))
+        except ValueError as exc:  # (it names the file)
+            raise ConfigError(str(exc)) from None
+        except OSError as exc:
+            raise ConfigError(f"stub script {given}: {exc.strerror or exc}") from None
+    try:
+        made = load_callable(given)()
+    except TypeError as exc:
+        raise ConfigError(f"{given!r} makes no policy without arguments: {exc}") from None
+    except ReplayError:
+        raise
+    except Exception as exc:  # its own failure: one line, not a traceback
+        raise ConfigError(f"{given!r} failed: {type(exc).__name__}: {exc}") from None
+    if not callable(made):
+        raise ConfigError(f"{given!r} did not return a stub policy (request -> reply)")
+    return made  # type: ignore[no-any-return]

@@ -30,7 +30,7 @@ def test_every_setting_the_command_fills_has_exactly_one_option_and_each_option_
     folded = [f.setting for f in OPTIONS if f.setting and f.setting not in SETTINGS]
     assert folded == ["agent.mcp_servers.env"]  # --mcp-env: part of --mcp-server's servers
     steering = [f.decls[0] for f in OPTIONS if f.setting is None]
-    assert steering == ["--store", "--resume", "--measure", "--json"]
+    assert steering == ["--store", "--resume", "--stub-llm", "--measure", "--json"]
     params = [p.name for p in run.params]
     assert params == [f.param for f in OPTIONS]  # in the table's order, none besides
 
