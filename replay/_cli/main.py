@@ -11,6 +11,7 @@ renders what it returns.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -40,6 +41,7 @@ from . import (
     stub_llm,
     view,
 )
+from .config import default_map
 from .run_options import flags
 
 
@@ -57,8 +59,16 @@ class _Group(click.Group):
 
 @click.group(cls=_Group)
 @click.version_option(__version__, prog_name="agent-replay")
-def cli() -> None:
-    """Record LLM agent sessions into cassettes, replay them, grade what they did."""
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Record LLM agent sessions into cassettes, replay them, grade what they did.
+
+    Defaults for any command's options come from the nearest replay.toml, or
+    pyproject.toml's [tool.agent-replay] table, from here up (agent, tools,
+    llm-url, store, isolation...); the command line wins.
+    """
+    commands = [c for c in cli.commands.values() if not isinstance(c, click.Group)]
+    ctx.default_map = default_map(commands, Path.cwd())
 
 
 for command in (

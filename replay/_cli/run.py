@@ -7,7 +7,9 @@ this module runs what they give and says what happened.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,7 +84,12 @@ def run(**given: Any) -> None:
     """
     stub = given["stub_llm"]
     if stub is not None and given.get("llm_url"):
-        raise click.UsageError("give --stub-llm or --llm-url, not both")
+        source = click.get_current_context().get_parameter_source
+        typed = {p for p in ("stub_llm", "llm_url") if source(p) == ParameterSource.COMMANDLINE}
+        if typed == {"llm_url"}:  # the command line's over the project's defaults
+            stub = None
+        elif typed != {"stub_llm"}:
+            raise click.UsageError("give --stub-llm or --llm-url, not both")
     with StubLLM(policy_of(stub)) if stub is not None else contextlib.nullcontext() as llm:
         if llm is not None:
             given = {**given, "llm_url": llm.openai_base_url}
@@ -90,6 +97,13 @@ def run(**given: Any) -> None:
 
 
 def _run(given: dict[str, Any]) -> None:
+    if given["name"] is None:
+        if given["resume"]:
+            raise ConfigError("--resume needs --run NAME: the run to go on with")
+        given = {**given, "name": run_name()}
+        click.echo(
+            f"run {given['name']} (named by the time and revision; --run names it)", err=True
+        )
     name, store, resume = given["name"], given["store"], given["resume"]
     measure, as_json = given["measure"], given["as_json"]
     # Bad input is said before a store is made; on --resume, only what it takes again is read.
@@ -202,6 +216,18 @@ def _summary(
     where = "" if store == DEFAULT_PATH else f" --store {results.path}"
     lines.append(f"stored in {results.path}; see `replay report {report.name}{where}`")
     return lines
+
+
+def run_name(now: datetime.datetime | None = None) -> str:
+    """A new run's name when none is given: the time, and the git revision if there is one."""
+    stamp = (now or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    try:
+        revision = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        revision = ""
+    return f"{stamp}-{revision}" if revision.isalnum() else stamp
 
 
 _WALLS = {"process": "each agent walled in", "none": "agents in this process, unwalled"}

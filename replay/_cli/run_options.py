@@ -138,7 +138,9 @@ def _listed(value: Iterable[Any], _: Mapping[str, Any]) -> list[Any]:
 OPTIONS: tuple[Flag, ...] = (
     Flag(("cases",), "cases", type=click.Path(path_type=Path),
          value=lambda cases, _: [str(c.resolve()) for c in cases]),
-    Flag(("--run", "name"), "name", "Name of the run (or of the run to resume).", again=True),
+    Flag(("--run", "name"), "name",
+         "Name of the run (or of the run to resume); without it, a new run is named by the "
+         "time and the git revision (printed).", again=True, default=None),
     Flag(("--mode",), "mode", _modes, type=Registered(MODES.names), default="sandbox"),
     Flag(("--agent",), "agent.entry",
          "The agent, module:function (the modes that run it: offline, sandbox, record)."),

@@ -18,8 +18,9 @@ from tests.helpers import REPO, replay
 
 NOT_ON_THE_COMMAND_LINE = {"out"}
 """Settings ``replay run`` leaves at their defaults."""
-CLI_DEFAULTS = {"mode": "sandbox", "agent.isolation": "auto"}
-"""Where the command's default is not the library's."""
+CLI_DEFAULTS = {"mode": "sandbox", "agent.isolation": "auto", "name": None}
+"""Where the command's default is not the library's (a run without --run is named by the
+time and revision: tests/cli/test_project_config.py)."""
 CASE = str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
 
 
@@ -42,7 +43,7 @@ def test_each_option_defaults_to_its_settings_default() -> None:
         if flag.setting not in SETTINGS or flag.multiple or flag.is_flag or flag.param == "cases":
             continue
         default = CLI_DEFAULTS.get(flag.setting, SETTINGS[flag.setting])
-        assert param.required is (default is MISSING), flag.decls  # --run NAME
+        assert param.required is (default is MISSING), flag.decls
         if default is not MISSING and default is not None:
             assert param.default == default, flag.decls
 
