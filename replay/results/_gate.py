@@ -17,17 +17,10 @@ from ..graders import Verdict
 from ._files import write_whole
 from ._metrics import CONFIDENCE
 from ._paired import FDR, POWER, CaseChange, PairedFigure, RunComparison, compare_runs
+from ._pins import comparable
 from ._record import RunRecord
 from ._report import CaseReport, RunReport, build_report
 from ._store import Store
-
-VARIABLE_PINS = ("agent", "model", "settings", "llm")
-"""Pins a comparison may vary: the variable under test (one, unless --vary names more)."""
-
-NOTED_PINS = ("isolation",)
-"""Pins that are recorded and said when they differ, but do not keep two runs from being
-compared unless ``strict_pins`` (installing an extra turns ``--isolation auto`` walls on:
-the runs still measure the same agent)."""
 
 
 @dataclass(frozen=True)
@@ -107,21 +100,6 @@ class GateResult:
         return bool(failing) and all(c.undecided for c in failing)
 
 
-def pin_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, str]:
-    """Pins whose values differ, each with a short description of how."""
-    out = {}
-    for name in sorted(set(a) | set(b)):
-        x, y = a.get(name), b.get(name)
-        if x == y:
-            continue
-        if isinstance(x, dict) and isinstance(y, dict):
-            keys = [k for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
-            out[name] = ", ".join(f"{k}: {x.get(k)!r} -> {y.get(k)!r}" for k in keys)
-        else:
-            out[name] = f"{x!r} -> {y!r}"
-    return out
-
-
 def gate(
     store: Store,
     baseline: str | None,
@@ -152,18 +130,9 @@ def gate(
         if run is None:
             raise ConfigError(f"no run {name!r} in {store.path}")
         _check_complete(store, name, run)
-    differing = pin_differences(runs[baseline].pins, runs[candidate].pins)  # type: ignore[union-attr]
-    allowed = set(vary) if vary else set(VARIABLE_PINS)
-    noted = {} if strict_pins else {k: v for k, v in differing.items() if k in NOTED_PINS}
-    beyond = {k: v for k, v in differing.items() if k not in allowed and k not in noted}
-    varied = [k for k in differing if k in allowed]
-    if beyond or (not vary and len(varied) > 1):
-        what = beyond or {k: differing[k] for k in varied}
-        detail = "; ".join(f"{k} ({v})" for k, v in what.items())
-        raise ConfigError(
-            f"runs {baseline!r} and {candidate!r} differ in more than the variable under test: "
-            f"{detail}; pass --vary for each pin meant to differ"
-        )
+    noted = comparable(runs[baseline].pins, runs[candidate].pins, vary, strict_pins)  # type: ignore[union-attr]
+    if isinstance(noted, str):
+        raise ConfigError(f"runs {baseline!r} and {candidate!r} {noted}")
     cand = build_report(store, candidate)
     comparison = compare_runs(
         store,

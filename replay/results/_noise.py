@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._gate import pin_differences
 from ._metrics import CONFIDENCE
 from ._paired import PairedFigure, compare_runs
+from ._pins import pin_differences
 from ._stats import mean_and_variance
 from ._store import Store
 

@@ -7,6 +7,7 @@ from ._console import console
 from ._html import cassette_html
 from ._judge_check import render_judge_check
 from ._labels import render_judge_agreement, render_label_agreement
+from ._plain import plain_text
 from ._regrade import render_regrade
 from ._review import review_path
 from ._run_page import run_html
@@ -19,6 +20,7 @@ __all__ = [
     "ViewServer",
     "cassette_html",
     "console",
+    "plain_text",
     "render_cassette",
     "render_cassette_diff",
     "render_judge_agreement",
