@@ -56,7 +56,7 @@ summary{cursor:pointer;font-weight:bold}
 .s-inserted{color:#1e7b1e}.s-deleted{color:#b03a2e}.s-updated{color:#9a6700}
 .miss{border:1px solid #8e44ad;background:#f7effa;padding:.3em .6em;margin:.4em 0}
 .cause{border:1px solid #c0392b;background:#fdecea;padding:.3em .6em;margin:.4em 0}
-.guard{color:#c0392b;font-weight:bold}
+.guard{color:#c0392b;font-weight:bold}.when{white-space:nowrap}
 tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at{color:#2471a3}
 .legend-hat{color:#d35400}.flex{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
 """
@@ -289,7 +289,8 @@ def transcript_html(cassette: Cassette) -> str:
     if cassette.footer is not None and cassette.footer.stopped is not None:
         out.append(f'<p class="note">{_e(cassette.footer.stopped.describe())}</p>')
     out += [_step(step) for step in steps(cassette)]
-    out.append(f"<h4>outcome: {_e(summary.status)}</h4>")
+    ended = "raised (an exception escaped it)" if summary.status == "error" else "ended"
+    out.append(f"<h4>the agent's run: {ended}</h4>")  # (its verdict is the grades')
     if summary.final_answer is not None:
         out.append(_pre("final answer", summary.final_answer))
     out.append("<div><b>state diff</b></div>" + _delta_table(summary.state_diff))

@@ -110,26 +110,28 @@ def _suite_pass1(trials: list[TrialRecord]) -> float | None:
 def runs_page(store: Store, query: dict[str, list[str]]) -> Page:
     """Every run, newest first, and a form to compare two of them."""
     runs = list(reversed(store.run_summaries()))
+    trials = {r.name: store.trials(r.name) for r in runs}
+    cases = {name: {t.case_id for t in rows} for name, rows in trials.items()}
     rows = []
     for i, r in enumerate(runs):
         name = r.name
-        older = runs[i + 1].name if i + 1 < len(runs) else None
+        older = next((o.name for o in runs[i + 1 :] if cases[o.name] & cases[name]), None)
         rows.append(
             [
                 _a(_href("runs", name), name, **{"class": "run"}),
                 _e(r.mode or "-"),
-                _e(r.started or "-"),
-                _e(r.finished or "not finished"),
+                f'<span class="when">{_e(r.started or "-")}</span>',
+                f'<span class="when">{_e(r.finished or "not finished")}</span>',
                 _e(r.trials),
                 _verdicts(r.verdicts),
-                _num(_suite_pass1(store.trials(name))),
+                _num(_suite_pass1(trials[name])),
                 _a(_href("compare", older, name), f"{older} → {name}") if older else "-",
             ]
         )
     if not runs:
         return _ok("runs", f"<h1>runs</h1><p>no run in {_e(store.path)}: `replay run` first</p>")
     head = ["run", "mode", "created", "finished", "trials", "verdicts", "suite pass^1"]
-    table = _table([*head, "compare with the run before"], rows, "runs")
+    table = _table([*head, "compare with the run before (of the same cases)"], rows, "runs")
 
     def options(selected: str | None) -> str:
         return "".join(
@@ -162,9 +164,13 @@ def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
         ]
         for t in trials
     ]
-    runs = store.runs()  # oldest first: compare with the run before, or else the one after
-    at = runs.index(name)
-    pair = (runs[at - 1], name) if at > 0 else (name, runs[1]) if len(runs) > 1 else None
+    runs = store.runs()  # oldest first: compare with the run before, or else the one after,
+    at = runs.index(name)  # of the same cases (a run of others is no comparison)
+    ours = {t.case_id for t in trials}
+    same = [r for r in runs if r != name and ours & {t.case_id for t in store.trials(r)}]
+    before = [r for r in same if runs.index(r) < at]
+    after = [r for r in same if runs.index(r) > at]
+    pair = (before[-1], name) if before else (name, after[0]) if after else None
     compare = ""
     if pair is not None:
         compare = f" &middot; compare {_a(_href('compare', *pair), ' → '.join(pair))}"
@@ -228,7 +234,8 @@ def trial_page(store: Store, query: dict[str, list[str]], name: str, case: str, 
             (f"{case} trial {idx}", _href("runs", name, "trials", case, idx)),
         )
         + f"<h1>run {_e(name)}: case {_e(case)}, trial {_e(row.idx)} "
-        + f"{_badge(row.verdict)}</h1><p>trials of this case: {siblings}</p>{cause_html(row)}"
+        + f"{_badge(row.verdict)}</h1><p>trials of this case in the run "
+        + f"({len(by_case[case])}): {siblings}</p>{cause_html(row)}"
         + grades_html(row, "-")
         + f'<h2>transcript</h2><div id="transcript">{transcript}</div>'
     )

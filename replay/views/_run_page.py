@@ -300,19 +300,24 @@ def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
                 f"{_e(suite.method)}; pass^1 standard error {suite.pass1_se:.3f} clustered by "
                 f"case ({suite.pass1_se_naive:.3f} if every trial were independent)"
             )
-    pins = [[_e(k), _e(_json(v))] for k, v in report.pins.items()]
+    pins = [[_e(k), _e(_json(v))] for k, v in report.pins.items() if v not in (None, "", [], {})]
+    folded = (  # (what the run was pinned to: there when asked, not the first screen)
+        f'<details id="pins-fold"><summary>pins ({len(pins)})</summary>'
+        f"{_table(['pin', 'value'], pins, 'pins')}</details>"
+    )
     cases = worst_first(report.cases)
     sections = {c.case_id: i for i, c in enumerate(cases)}
     out = [
         f'<h1>run {_e(name)}</h1><h2>summary</h2><p id="totals"><b>trials:</b> {totals}</p>',
-        f'<div class="flex">{_table(["pin", "value"], pins, "pins")}<div id="curves">',
+        _causes(report.causes, sections),  # failures and their causes first
+        f'<div class="flex">{folded}<div id="curves">',
         curves_svg(
             {k: suite.pass_at[k] for k in ks},
             {k: suite.pass_hat[k] for k in ks},
             {"pass@k": suite.pass_at_ci, "pass^k": suite.pass_hat_ci},
         ),
         f"</div></div>{_summary_extras(report)}",
-        f"{_causes(report.causes, sections)}<h2>cases</h2>{_case_table(cases)}",
+        f"<h2>cases</h2>{_case_table(cases)}",
     ]
     trials: dict[str, list[TrialRecord]] = {}
     for trial in report.trials:

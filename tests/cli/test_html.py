@@ -167,7 +167,7 @@ def test_show_html_writes_one_transcript(viewer: Viewer) -> None:
     assert "<code>issue_refund</code>" in page and "final answer" in page
     assert page.count('<span class="s-inserted">inserted</span>') >= 2  # the duplicate refund
     code, _, err = replay("show", trial.cassette, "--html", str(out), "--json")
-    assert code == 2 and "cannot be used together" in err
+    assert code == 2 and "give one of --html, --json and --plain" in err
 
 
 def test_recorded_text_is_escaped_and_a_missing_cassette_is_one_line(tmp_path: Path) -> None:

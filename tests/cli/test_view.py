@@ -376,6 +376,38 @@ def test_an_empty_store_and_a_run_without_trials(tmp_path: Path) -> None:
         store.start_run("stopped", {}, {"mode": "offline"})
         page = get(server, "/")
         assert "<td>stopped</td>" not in page.text and ">stopped</a>" in page.text
-        assert "<td>offline</td>" in page.text and "<td>not finished</td>" in page.text
+        assert (
+            "<td>offline</td>" in page.text
+            and '<span class="when">not finished</span>' in page.text
+        )
         assert get(server, href("runs", "stopped")).status_code == 200
         assert get(server, href("compare", "stopped", "stopped")).status_code == 200
+
+
+def test_runs_of_other_cases_are_not_offered_as_a_comparison(tmp_path: Path) -> None:
+    """The viewer's small fixes: only runs of the same cases are paired, pins are folded,
+    failures come first, a trial page counts its case's trials, the transcript says how
+    the agent's run ended (not an "outcome" beside the verdict)."""
+    (tmp_path / "empty.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
+    store = tmp_path / "r.db"
+    for name, case in (("first", "ask"), ("second", "other"), ("third", "ask")):
+        path = tmp_path / f"{case}.yaml"
+        path.write_text(f"id: {case}\ninstruction: Say hello.\nfixture: empty.sql\n")
+        code, _, err = replay(
+            "run", str(path), "--run", name, "--store", str(store), "--stub-llm", "echo",
+            "--agent", "tests.replay.test_ignore_fields:agent",
+            "--tools", "tests.replay.test_ignore_fields:no_tools", "--isolation", "none",
+        )  # fmt: skip
+        assert code == 0, err
+    with view(store) as running:
+        runs = get(running, "/").text
+        assert f'href="{href("compare", "first", "third")}"' in runs  # the same case: paired
+        assert href("compare", "second", "third") not in runs
+        assert href("compare", "first", "second") not in runs
+        second = get(running, href("runs", "second")).text
+        assert "compare" not in second.split('id="trial-pages"')[0].split("review queue")[0]
+        assert second.index('id="causes"') < second.index('<details id="pins-fold">')
+        assert "<td>null</td>" not in second
+        trial = get(running, href("runs", "third", "trials", "ask", 0)).text
+        assert "trials of this case in the run (1)" in trial
+        assert "<h4>the agent's run: ended</h4>" in trial and "outcome:" not in trial
