@@ -124,7 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "replay(cassette=None, case=None, mode=None, llm_url=None): run an agent against a "
         "recorded cassette, by default cassettes/<module>/<test>.cassette (see agent-replay's "
-        "README)",
+        "docs, how-to/pytest)",
     )
 
 

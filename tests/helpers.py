@@ -15,6 +15,12 @@ REPO = Path(__file__).resolve().parent.parent
 SHOP_FIXTURE = REPO / "examples" / "shop" / "fixture.sql"
 
 
+def documentation() -> str:
+    """The README and every page of the documentation site (``docs/pages``), as one text."""
+    pages = sorted((REPO / "docs" / "pages").rglob("*.md"))
+    return "\n".join(p.read_text(encoding="utf-8") for p in [REPO / "README.md", *pages])
+
+
 def decompressed(path: Path) -> bytes:
     """Return a cassette's record stream, decompressed (what a secret would hide in)."""
     data = path.read_bytes()

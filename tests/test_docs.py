@@ -1,4 +1,4 @@
-"""The docs keep up with the CLI: every command is in the README and has --help.
+"""The docs keep up with the CLI: every command is in the docs and has --help.
 
 Modelled on sqlite-utils' tests/test_docs.py: the commands are found by walking
 the click group (subcommands of ``replay import`` included), not listed by hand.
@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from replay._cli.main import cli
-from tests.helpers import REPO
+from tests.helpers import documentation
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = documentation()
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -50,8 +50,8 @@ def test_the_walk_finds_every_command() -> None:
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
-def test_command_is_documented_in_the_readme(path: tuple[str, ...]) -> None:
-    assert f"replay {' '.join(path)}" in README
+def test_command_is_documented(path: tuple[str, ...]) -> None:
+    assert f"replay {' '.join(path)}" in DOCS
 
 
 @pytest.mark.parametrize("path", [(), *COMMANDS], ids=lambda p: " ".join(p) or "replay")

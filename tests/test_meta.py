@@ -12,7 +12,7 @@ import sys
 
 from recorder._schema import schema_text
 from replay import ExitCode
-from tests.helpers import REPO
+from tests.helpers import REPO, documentation
 
 
 def test_recorder_never_imports_replay() -> None:
@@ -56,4 +56,4 @@ def test_exit_codes_keep_the_numbers_the_readme_documents() -> None:
         ("INTERRUPTED", 130),
     ]
     for code in ExitCode:
-        assert f"| {int(code)} | `{code.name}` |" in (REPO / "README.md").read_text()
+        assert f"| {int(code)} | `{code.name}` |" in documentation()

@@ -108,7 +108,7 @@ def choose_isolation(asked: str, mode: Mode) -> tuple[Isolation, str | None]:
             return ("process" if mode.walled else "none"), None
         return "none", (
             f"{mode.name}: no walls on this machine ({why}): each agent runs in this process "
-            "(`agent.isolation=none`; see the README's known limits)"
+            "(`agent.isolation=none`; see the docs' known limits, docs/pages/limits.md)"
         )
     if asked == "process":
         why = unavailable() if mode.runs_agent else None

@@ -11,7 +11,7 @@ import pytest
 
 from examples.shop import record_refund
 from replay._cli.main import cli
-from tests.helpers import REPO, replay
+from tests.helpers import REPO, documentation, replay
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +111,9 @@ def test_every_command_has_help() -> None:
     for command in cli.commands:
         code, out, _ = replay(command, "--help")
         assert code == 0 and "Usage:" in out
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    docs = documentation()
     for command in cli.commands:
-        assert f"replay {command}" in readme, f"README does not mention `replay {command}`"
+        assert f"replay {command}" in docs, f"the docs do not mention `replay {command}`"
 
 
 def test_stub_llm_refuses_a_bad_script_in_one_line(tmp_path: Path) -> None:

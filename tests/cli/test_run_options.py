@@ -109,5 +109,6 @@ def test_auto_isolation_is_chosen_by_the_library_for_the_mode(
     assert said == [
         "sandbox: no walls on this machine (a walled agent reaches its tools over MCP, and the "
         "mcp SDK is missing (No module named 'mcp'): pip install 'agent-replay[mcp]'): each "
-        "agent runs in this process (`agent.isolation=none`; see the README's known limits)"
+        "agent runs in this process (`agent.isolation=none`; see the docs' known limits, "
+        "docs/pages/limits.md)"
     ]
