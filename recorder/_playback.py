@@ -137,7 +137,8 @@ class Playback:
         """
         redacted = self.redaction.redact_request(request, self.secrets)
         try:
-            return self.answers.answer(self.volatile.strip(redacted), what=_describe(redacted, via))
+            stripped = self.volatile.strip(redacted)  # (and so the miss names no ignored field)
+            return self.answers.answer(stripped, what=_describe(stripped, via))
         except FixtureUnsupported as miss:
             if not self.refuse:
                 raise

@@ -86,7 +86,7 @@ class VolatileFields:
             parts = urlsplit(request.url)
             pairs = parse_qsl(parts.query, keep_blank_values=True)
             kept = [(k, v) for k, v in pairs if k not in self._query]
-            if len(kept) != len(pairs):
+            if parts.query:  # (every query written again alike: recorded and live compare)
                 update["url"] = urlunsplit(parts._replace(query=urlencode(kept)))
         if self._headers:
             kept_headers = [(k, v) for k, v in request.headers if k.lower() not in self._headers]

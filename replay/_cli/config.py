@@ -2,12 +2,13 @@
 
 The nearest ``replay.toml`` (its top level) or ``pyproject.toml`` (its
 ``[tool.agent-replay]`` table), from the working folder up, gives defaults to
-the options of every command that has them, by the option's name (``agent``,
-``tools``, ``llm-url``, ``store``, ``isolation``, ``judge-url``, ``trials``...;
-``-`` or ``_`` alike): what the command line gives wins. A repeatable option
-takes a list; a relative path is the file's folder's. A key no command has is
-a one-line error naming the file and the nearest option, as is a file that is
-not TOML.
+``replay run``'s options by their long names (``agent``, ``tools``, ``llm-url``,
+``store``, ``isolation``, ``judge-url``, ``trials``...; ``-`` or ``_`` alike),
+and ``store`` to every command that has it: what the command line gives wins.
+A repeatable option takes a list; a relative path is the file's folder's. A key
+that is no option of ``replay run`` is a one-line error naming the file and the
+nearest option, as is a file that is not TOML (a ``pyproject.toml`` only if it
+names our table: another tool's broken file is not ours to judge).
 """
 
 from __future__ import annotations
@@ -39,7 +40,12 @@ def project_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
             return own, _read(own)
         project = folder / "pyproject.toml"
         if project.is_file():
-            table: Any = _read(project)
+            try:
+                table: Any = _read(project)
+            except ConfigError:
+                if "agent-replay]" in project.read_text(errors="replace"):
+                    raise  # ours, broken: said; another tool's broken file: not ours to judge
+                continue
             for key in TABLE:
                 table = table.get(key) if isinstance(table, dict) else None
             if table is not None:
@@ -50,26 +56,44 @@ def project_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
 
 
 def default_map(commands: Iterable[click.Command], start: Path) -> dict[str, dict[str, Any]]:
-    """Each command's defaults (click's ``default_map``) from the project's file."""
+    """Each command's defaults (click's ``default_map``) from the project's file.
+
+    The keys are ``replay run``'s options by their long names (``llm-url``, ``run``,
+    ``ignore-field``...); they are ``run``'s defaults, and ``store`` every command's
+    that has one (elsewhere a same-named option may mean another thing: ``runs
+    --mode`` filters, ``regrade --judge-url`` judges again).
+    """
     found = project_file(start)
     if found is None:
         return {}
     path, table = found
-    options = {
-        name: {p.name: p for p in command.params if isinstance(p, click.Option) and p.name}
-        for command in commands
-        if (name := command.name) is not None
-    }
-    known = {p for params in options.values() for p in params}
-    given = {str(key).replace("-", "_"): value for key, value in table.items()}
-    for key in given:
-        if key not in known:
-            near = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f"; did you mean {near[0].replace('_', '-')!r}?" if near else ""
-            raise ConfigError(f"{path}: {key.replace('_', '-')!r} is no option of replay{hint}")
+    by_command = {c.name: c for c in commands if c.name is not None}
+    run = by_command.get("run")
+    names = _long_names(run) if run is not None else {}
+    given: dict[str, Any] = {}
+    for key, value in table.items():
+        name = str(key).replace("_", "-")
+        if name not in names:
+            near = difflib.get_close_matches(name, sorted(names), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ConfigError(f"{path}: {name!r} is no option of replay run{hint}")
+        given[name] = _resolved(names[name], value, path.parent)
+    out: dict[str, dict[str, Any]] = {}
+    for command_name, command in by_command.items():
+        own = _long_names(command)
+        shared = given if command is run else {k: v for k, v in given.items() if k == "store"}
+        out[command_name] = {str(own[k].name): v for k, v in shared.items() if k in own}
+    return out
+
+
+def _long_names(command: click.Command) -> dict[str, click.Option]:
+    """A command's options by their long names, without the dashes."""
     return {
-        name: {k: _resolved(params[k], v, path.parent) for k, v in given.items() if k in params}
-        for name, params in options.items()
+        opt[2:]: param
+        for param in command.params
+        if isinstance(param, click.Option)
+        for opt in param.opts
+        if opt.startswith("--")
     }
 
 

@@ -32,7 +32,7 @@ from . import _zygote
 from ._bwrap import hidden_roots
 from ._isolation import Caps, Walls, read_given
 from ._memory import usage
-from ._zygote import STDERR_KEPT
+from ._zygote import kept_end
 
 TIMEOUT_S = 600.0
 """Seconds the program may run before it is stopped and the trial is an error
@@ -187,7 +187,7 @@ class AgentCommand:
             last = f": {lines[-1].strip()[:300]}" if lines else ""
             raise AgentCommandFailed(
                 f"the agent command `{shown}` exited with code {process.returncode}{last}",
-                said[-STDERR_KEPT:],
+                kept_end(said),
             )
         return answer.strip()
 

@@ -99,6 +99,17 @@ STDERR_KEPT = 64 * 1024
 """Characters of a failed program's stderr kept with its error (its end: the cause)."""
 
 
+def kept_end(text: str) -> str:
+    """The end of a program's stderr kept with its error: ``STDERR_KEPT`` characters at most.
+
+    It starts at a line's start: a line cut in two could hold part of a secret that no
+    scrubbing (of whole values) would find.
+    """
+    if len(text) <= STDERR_KEPT:
+        return text
+    return text[-STDERR_KEPT:].partition("\n")[2]
+
+
 def _text(path: str) -> str:
     return read_given(path).decode("utf-8", "replace")
 
@@ -260,7 +271,7 @@ class Zygote:
                         "timeout",
                     ) from None
                 raise ZygoteFailed(f"the zygote failed ({exc}){said}") from None
-            tail = _text(stderr)[-STDERR_KEPT:]
+            tail = kept_end(_text(stderr))
             lines = [line for line in tail.splitlines() if line.strip()]
             said = lines[-1].strip()[:300] if lines else ""
             if reply.get("over"):

@@ -124,25 +124,30 @@ def trial_redaction(plan: TrialPlan) -> Redaction:
     )
 
 
+_DISK_ERRORS = frozenset({"OSError", "FileNotFoundError", "PermissionError", "IOError"})
+"""A recording stopped by one of these failed for the harness's reasons (a full disk...)."""
+
+
 def llm_down(cassette: Cassette) -> str | None:
     """Why the LLM failed the agent before it answered once, if it did: infrastructure.
 
-    An LLM call that could not connect, or was answered 5xx (the trial's LLM proxy
-    answers 502 for an LLM it cannot reach), before any LLM call was answered: the
-    agent never got a token, so its error is not its fault. A miss (4xx) is not, nor
-    a 5xx a fault injects (the trial tests the agent against it: not asked then).
+    LLM calls that could not connect, or were answered 5xx (the trial's LLM proxy
+    answers 502 for an LLM it cannot reach), and none answered in the whole trial: the
+    agent never got a token, so its error is not its fault. One answered (a retry that
+    got through), a miss (4xx), or a 5xx a fault injects (the trial tests the agent
+    against it: not asked then) leave the error the agent's.
     """
+    failed = None
     for event in cassette.events:
         if not isinstance(event, HttpEvent) or llm_call(event, request=False) is None:
             continue
         status = event.response.status if event.response is not None else None
-        if event.error is not None or (status is not None and status >= 500):
+        if status is not None and status < 500:
+            return None  # answered once (or refused: a miss is not the LLM being down)
+        if failed is None:
             what = f"HTTP {status}" if event.error is None else event.error.message
-            url = event.request.url
-            return f"the LLM at {url} failed before it answered once: {what}"
-        if status is not None and status < 400:
-            return None
-    return None
+            failed = f"the LLM at {event.request.url} failed before it answered once: {what}"
+    return failed
 
 
 def run_agent(
@@ -298,8 +303,16 @@ def graded(
         outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.SERVER, failed)
     elif summary.stopped is not None:  # what the agent did after it is not in the cassette
         why = (summary.stopped.describe(),)
-        outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.HARNESS, why)
-    elif summary.status == "error" and plan.faults is None and (down := llm_down(cassette)):
+        # The disk, the file: the harness's; a value no cassette can hold: the agent's (tools).
+        kind = summary.stopped.error.type.rsplit(".", 1)[-1]
+        whose = Cause.HARNESS if kind in _DISK_ERRORS else Cause.AGENT
+        outcome = Outcome(Verdict.ERROR, None, outcome.grades, whose, why)
+    elif (
+        summary.status == "error"
+        and plan.faults is None
+        and not missed
+        and (down := llm_down(cassette))
+    ):
         outcome = Outcome(Verdict.ERROR, None, outcome.grades, Cause.HARNESS, (down,))
     elif summary.status == "error" and outcome.verdict is not Verdict.UNSUPPORTED:
         errors = [e for e in cassette.events if isinstance(e, ErrorEvent)]

@@ -381,5 +381,6 @@ def _pins(spec: RunSpec, mode: Mode, cases: Sequence[Case]) -> dict[str, Any]:
         "redaction": {"tool_paths": spec.redaction.tool_paths}
         if spec.redaction.tool_paths
         else None,
+        "ignore_fields": sorted(spec.llm.ignore_fields) or None,  # (what offline matches on)
     }
     return dict(Secrets(spec.secrets()).scrub_value(pins))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, patched, read_cassette
+from recorder import DEFAULT_IGNORE_HOSTS, ConfigError, RecordingFailed, patched, read_cassette
 
 from ..agents import AgentCommand, Caps, ChildAgent, ServerWalls
 from ..cases import Case
@@ -379,7 +379,10 @@ def _trial_steps(
         raise
     except BaseException as exc:  # a trial that raises (even SystemExit) is an error trial
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return _Failed(job, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+        said = f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+        # A recording stopped by a value no cassette holds (a tool's 2**70): the agent's.
+        unwritable = isinstance(exc, RecordingFailed) and not isinstance(exc.__cause__, OSError)
+        return _Failed(job, said, Cause.AGENT if unwritable else Cause.HARNESS)
     finally:
         if world is not None:
             _release(job, world)
@@ -389,6 +392,7 @@ def _trial_steps(
 class _Failed:
     job: Job
     reason: str
+    cause: Cause = Cause.HARNESS
 
 
 def record_of(result: TrialResult | _Failed) -> TrialRecord:
@@ -401,7 +405,7 @@ def record_of(result: TrialResult | _Failed) -> TrialRecord:
             suite=case.suite,
             verdict=Verdict.ERROR,
             tags=tuple(case.tags),
-            cause=Cause.HARNESS,
+            cause=result.cause,
             cause_detail=(result.reason,),
         )
     summary = result.trial.cassette.summary()

@@ -7,6 +7,7 @@ What the command line gives wins; a key that is no option is a one-line error.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -27,6 +28,8 @@ store = "results/shop.db"
 stub-llm = "examples.shop:refund_policy"
 isolation = "none"
 trials = 2
+mode = "sandbox"
+ignore-field = ["@claude-code"]
 """
 
 
@@ -47,6 +50,8 @@ def test_a_run_takes_the_project_s_defaults_and_names_itself(
     assert len(store.trials("one")) == 1
     code, out, _ = replay("report", "one")  # --store from the project too
     assert code == 0 and "refund-4812" in out
+    code, out, _ = replay("runs", "--json")  # the project's mode is run's, not runs' filter
+    assert code == 0 and {r["name"] for r in json.loads(out)} == {named, "one"}
 
 
 def test_a_key_that_is_no_option_is_a_one_line_error(
@@ -56,7 +61,7 @@ def test_a_key_that_is_no_option_is_a_one_line_error(
     monkeypatch.chdir(tmp_path)
     code, _, err = replay("run", CASE)
     assert code == 2 and err.count("\n") == 1
-    assert "replay.toml: 'agnet' is no option of replay; did you mean 'agent'?" in err
+    assert "replay.toml: 'agnet' is no option of replay run; did you mean 'agent'?" in err
     (tmp_path / "replay.toml").write_text("agent = \n")
     code, _, err = replay("report", "x")
     assert code == 2 and "replay.toml: not readable TOML" in err and err.count("\n") == 1

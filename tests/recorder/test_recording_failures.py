@@ -305,3 +305,35 @@ def test_a_trial_whose_recording_fails_is_an_error_of_the_harness(tmp_path: Path
     assert trial.verdict == "error" and trial.cause == "harness"
     (detail,) = trial.cause_detail
     assert detail.startswith("RecordingFailed: ") and "recording could not start" in detail
+
+
+def huge_tools(conn: Any) -> list[Any]:
+    """A tool whose result no cassette can hold (an integer past 64 bits)."""
+
+    def order_total() -> int:
+        """The order's total, in a unit too small."""
+        return 4812 << 70
+
+    return [tool(order_total)]
+
+
+def asks_the_total(instruction: str, env: Any) -> str:
+    """Calls the one tool; the trial's recording cannot write its result."""
+    return str(env.call_tool("order_total", {}))
+
+
+def test_a_trial_whose_tool_returns_what_no_cassette_holds_is_the_agent_s_error(
+    tmp_path: Path,
+) -> None:
+    """Not the harness's (a full disk is): the value came from the agent's side."""
+    store = str(tmp_path / "r.db")
+    code, _, err = replay(
+        "run", str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"), "--run", "big",
+        "--store", store, "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
+        "--agent", "tests.recorder.test_recording_failures:asks_the_total",
+        "--tools", "tests.recorder.test_recording_failures:huge_tools", "--isolation", "none",
+    )  # fmt: skip
+    assert code == 1, err  # the agent's error: failed, not incomplete
+    (trial,) = Store(store).trials("big")
+    assert (trial.verdict, trial.cause) == ("error", "agent")
+    assert "could not write tool order_total" in trial.cause_detail[0]
