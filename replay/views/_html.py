@@ -59,6 +59,7 @@ summary{cursor:pointer;font-weight:bold}
 .guard{color:#c0392b;font-weight:bold}.when{white-space:nowrap}
 tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at{color:#2471a3}
 .legend-hat{color:#d35400}.flex{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
+@media (max-width:700px){table{display:block;overflow-x:auto}body{margin:.5em auto}}
 """
 
 _JS = r"""
@@ -73,6 +74,22 @@ document.addEventListener("click", function (e) {
   var s = a && document.getElementById(a.getAttribute("href").slice(1));
   if (s && s.parentNode.tagName === "DETAILS") s.parentNode.open = true;
 });
+(function () {
+  var verdict = document.getElementById("f-verdict"), text = document.getElementById("f-text");
+  if (!verdict) return;
+  function apply() {
+    var v = verdict.value, q = text.value.trim().toLowerCase(), shown = 0, all = 0;
+    document.querySelectorAll("details.trial").forEach(function (d) {
+      var ok = (!v || (v === "!pass" ? d.dataset.verdict !== "pass" : d.dataset.verdict === v))
+        && (!q || d.textContent.toLowerCase().indexOf(q) >= 0);
+      d.hidden = !ok; all += 1; shown += ok ? 1 : 0;
+    });
+    document.getElementById("f-count").textContent = shown + " of " + all + " trials";
+  }
+  verdict.addEventListener("change", apply);
+  text.addEventListener("input", apply);
+  apply();
+})();
 document.querySelectorAll("table.sortable th").forEach(function (th) {
   th.addEventListener("click", function () {
     var col = th.cellIndex, asc = th.dataset.dir !== "asc", body = th.closest("table").tBodies[0];

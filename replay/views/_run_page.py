@@ -50,6 +50,16 @@ _ORDER = {
 """The order a case's trials are shown in: those that did not pass first."""
 
 
+_FILTER = (
+    '<h2>trials</h2><p id="filter"><label>show <select id="f-verdict">'
+    '<option value="">every trial</option><option value="!pass">all but passes</option>'
+    + "".join(f'<option value="{v.value}">{v.value}</option>' for v in _ORDER)
+    + '</select></label> <input id="f-text" type="search" placeholder="search the trials '
+    '(transcripts too)" size="36"> <span id="f-count" class="meta"></span></p>'
+)
+"""Trials filtered by verdict and searched as text (their unopened transcripts too)."""
+
+
 def _anchor(case: int, idx: int) -> str:
     """The id of the ``case``-th case section's trial ``idx`` (on its ``<summary>``)."""
     return f"case-{case}-trial-{idx}"
@@ -76,8 +86,11 @@ def _trial(trial: TrialRecord, view: str, compare: str, eager: bool, anchor: str
         for line in g.evidence
     )
     body += compare + view
+    cause = trial.failure.value if trial.failure else ""
     return (
-        f'<details class="trial trial-{_e(trial.verdict.value)}"{" open" if eager else ""}>'
+        f'<details class="trial trial-{_e(trial.verdict.value)}" '
+        f'data-verdict="{_e(trial.verdict.value)}" data-cause="{_e(cause)}"'
+        f"{' open' if eager else ''}>"
         f'<summary id="{_e(anchor)}">{head}</summary>'
         f"{body if eager else _inert(body)}</details>"
     )
@@ -255,6 +268,10 @@ def _case_section(i: int, case: CaseReport, trials: list[TrialRecord], pages: _P
     return "".join(out)
 
 
+CAUSE_LISTED = 10
+"""Trials listed under each cause before the rest is folded."""
+
+
 def _causes(groups: list[CauseGroup], sections: dict[str, int]) -> str:
     """The trials that did not pass by primary cause: counts, then each cause's trials linked."""
     groups = [g for g in groups if g.count]
@@ -263,14 +280,20 @@ def _causes(groups: list[CauseGroup], sections: dict[str, int]) -> str:
     rows = [[_e(g.name), str(g.count)] for g in groups]
     out = ["<h2>failures by cause</h2>", _table(["cause", "trials"], rows, "causes")]
     for group in groups:
-        items = "".join(
+        items = [
             f'<li><a class="to-trial" href="#{_anchor(sections[t.case_id], t.idx)}">'
             f"{_e(t.case_id)}#{t.idx}</a> {_e(t.detail)}</li>"
             for t in group.trials
+        ]
+        shown, rest = items[:CAUSE_LISTED], items[CAUSE_LISTED:]
+        more = (  # (a long list folded: the first screen is the causes, not one of them)
+            f"<details><summary>{len(rest)} more</summary><ul>{''.join(rest)}</ul></details>"
+            if rest
+            else ""
         )
         out.append(
             f'<div class="cause-group" data-cause="{_e(group.name)}">'
-            f"<h3>{_e(group.name)} ({group.count})</h3><ul>{items}</ul></div>"
+            f"<h3>{_e(group.name)} ({group.count})</h3><ul>{''.join(shown)}</ul>{more}</div>"
         )
     return f'<div id="causes">{"".join(out)}</div>'
 
@@ -323,6 +346,7 @@ def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
     for trial in report.trials:
         trials.setdefault(trial.case_id, []).append(trial)
     pages = _Pages(store)
+    out.append(_FILTER)
     for i, c in enumerate(cases):
         out.append(_case_section(i, c, trials.get(c.case_id, []), pages))
     if pages.closed:

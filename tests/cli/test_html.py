@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 import struct
 import time
@@ -198,7 +199,7 @@ def test_only_the_first_50_failing_trials_start_open(tmp_path: Path) -> None:
         trial = TrialRecord(case_id=f"c{idx % 2}", idx=idx, verdict=Verdict.FAIL, cassette="")
         store.add_trial("many", trial)
     page = run_html(store, "many")
-    details = re.findall(r'<details class="trial trial-fail"( open)?>', page)
+    details = re.findall(r'<details class="trial trial-fail" data-[^>]*?( open)?>', page)
     assert len(details) == 60 and details.count(" open") == 50
     assert page.count('<script type="text/html" class="lazy">') == 10
     assert "10 more trials that did not pass start closed: only the first 50 start open" in page
@@ -325,6 +326,23 @@ def test_a_thousand_trials_render_lazily(viewer: Viewer, tmp_path: Path) -> None
         summary.click()
         evil = summary.locator("xpath=..")
         assert EVIL_PATH in evil.inner_text() and page.title() == "run big"
+        # Filtered to what did not pass, then searched (closed transcripts too).
+        page.select_option("#f-verdict", "!pass")
+        assert page.locator("details.trial:not([hidden])").count() == 200
+        assert page.locator("#f-count").inner_text() == "200 of 1000 trials"
+        page.fill("#f-text", "case-07 trial")
+        assert page.locator("details.trial:not([hidden])").count() == 10
+        page.fill("#f-text", "")
+        page.select_option("#f-verdict", "")
+        assert page.locator("details.trial:not([hidden])").count() == 1000
+        page.select_option("#f-verdict", "fail")
+        shots = Path(os.environ.get("TEST_ARTIFACTS", str(tmp_path)))
+        shots.mkdir(parents=True, exist_ok=True)
+        for width, height in ((1400, 1000), (390, 844)):  # a desktop, a phone
+            page.set_viewport_size({"width": width, "height": height})
+            page.evaluate("window.scrollTo(0, 0)")  # the first screen: failures and causes
+            page.screenshot(path=str(shots / f"run-{width}x{height}.png"))
+            assert png_facts((shots / f"run-{width}x{height}.png").read_bytes())[2] > 50
         assert errors == [] and blocked == []
 
 
@@ -419,6 +437,7 @@ def test_a_cause_link_opens_its_trial_in_chromium(tmp_path: Path) -> None:
         # Trial c#59 is past the 50 that start open: its link opens it and renders its body.
         late = page.locator("details.trial-fail", has_text=re.compile(r"^c trial 59 "))
         assert late.get_attribute("open") is None and late.locator("table.grades").count() == 0
+        page.locator("#causes .cause-group summary", has_text="50 more").click()  # (folded)
         page.locator("#causes a.to-trial", has_text="c#59").click()
         assert late.get_attribute("open") is not None
         assert "no 59" in late.locator("table.grades").inner_text()
