@@ -8,6 +8,7 @@ its children are stopped, and the run goes on to its other trials.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -48,10 +49,11 @@ def test_a_failing_agent_command_is_an_agent_error_in_one_line(tmp_path: Path) -
 
 def test_a_program_past_its_deadline_is_stopped_with_its_children(tmp_path: Path) -> None:
     store = str(tmp_path / "results.db")
+    nap = f"sleep 431.{os.getpid()}"  # (its own: another run on this machine has its sleeps)
     started = time.monotonic()
     code, _, err = replay(
         "run", CASE, "--run", "slow", "--store", store, *TOOLS, "-k", "2",
-        "--agent-cmd", "sh -c 'sleep 431; echo late'", "--trial-timeout", "1",
+        "--agent-cmd", f"sh -c '{nap}; echo late'", "--trial-timeout", "1",
     )  # fmt: skip
     assert code == 1, err  # its deadline: a limit
     assert time.monotonic() - started < HANG_GUARD_S  # cut at 1 s each, not 431 s
@@ -61,8 +63,8 @@ def test_a_program_past_its_deadline_is_stopped_with_its_children(tmp_path: Path
     assert all("deadline of 1 s (--trial-timeout)" in d for _, _, d in trials)
     code, out, _ = replay("report", "slow", "--store", store)
     assert code == 0 and "limits hit (error trials, cause limit): timeout 2" in out
-    assert "2 x limit: the agent command `sh -c 'sleep 431; echo late'` did not" in out
-    left = subprocess.run(["pgrep", "-f", "sleep 431"], capture_output=True, text=True).stdout
+    assert f"2 x limit: the agent command `sh -c '{nap}; echo late'` did not" in out
+    left = subprocess.run(["pgrep", "-f", nap], capture_output=True, text=True).stdout
     assert not left.strip()  # the program's own child was stopped too
 
 
@@ -87,16 +89,17 @@ def test_a_program_over_its_memory_is_stopped_walled_in_or_not(tmp_path: Path) -
 def test_a_background_child_holding_stdout_does_not_hold_the_trial(tmp_path: Path) -> None:
     """``sh -c 'sleep 432 & echo done'``: the answer is the program's; its child goes with it."""
     store = str(tmp_path / "results.db")
+    nap = f"sleep 432.{os.getpid()}"  # (its own: another run on this machine has its sleeps)
     started = time.monotonic()
     code, _, err = replay(
         "run", CASE, "--run", "bg", "--store", store, *TOOLS,
-        "--agent-cmd", "sh -c 'sleep 432 & printf \"caf\\351 reserved\"'",
+        "--agent-cmd", f"sh -c '{nap} & printf \"caf\\351 reserved\"'",
     )  # fmt: skip
     assert code == 1, err  # it answered without calling a tool: the case fails
     assert time.monotonic() - started < HANG_GUARD_S  # not held for the child's 432 s
     (trial,) = Store(store).trials("bg")
     assert trial.cause is None, trial.cause_detail  # graded, not an error of the agent
-    left = subprocess.run(["pgrep", "-f", "^sleep 432"], capture_output=True, text=True).stdout
+    left = subprocess.run(["pgrep", "-f", f"^{nap}"], capture_output=True, text=True).stdout
     assert not left.strip()
 
 

@@ -113,7 +113,11 @@ def test_a_walled_agent_reads_nothing_of_the_host_and_is_no_root(project: Path) 
 def test_filling_a_private_tmpfs_is_a_memory_limit(project: Path, folder: str) -> None:
     before = set(os.listdir("/dev/shm"))
     code, err = _run(
-        project, _case(project, "fill", f"fill {folder} 512"), "fill", "--trial-memory", "256"
+        project,
+        _case(project, "fill", f"fill {folder} 512 {TAG}"),
+        "fill",
+        "--trial-memory",
+        "256",
     )
     assert code == 1, err
     (trial,) = Store(".replay/results.db").trials("fill")
@@ -126,7 +130,9 @@ def test_filling_a_private_tmpfs_is_a_memory_limit(project: Path, folder: str) -
 @pytest.mark.xdist_group("wall-kids")
 def test_a_fork_loop_ends_at_the_pid_limit_and_leaves_nothing_running(project: Path) -> None:
     before = set(os.listdir("/dev/shm"))
-    code, err = _run(project, _case(project, "forks", "forks 2000"), "forks", "--trial-pids", "64")
+    code, err = _run(
+        project, _case(project, "forks", f"forks 2000 {TAG}"), "forks", "--trial-pids", "64"
+    )
     assert code == 1, err
     (trial,) = Store(".replay/results.db").trials("forks")
     assert (trial.verdict, trial.cause, trial.guards) == ("error", "limit", ("pids",))
@@ -135,14 +141,17 @@ def test_a_fork_loop_ends_at_the_pid_limit_and_leaves_nothing_running(project: P
     assert set(os.listdir("/dev/shm")) <= before
 
 
+TAG = f"{os.getpid() % 10**8}"
+"""The wall agents' processes of this test process (``rwk-TAG``): another run on the
+machine has its own."""
+
+
 def _kids() -> list[str]:
-    """The processes the wall agents started (``replay-wall-kid``) still running."""
+    """The processes this test's wall agents started (``rwk-TAG``) still running."""
     left = []
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
-            left += (
-                [pid] if Path(f"/proc/{pid}/comm").read_text().strip() == "replay-wall-kid" else []
-            )
+            left += [pid] if Path(f"/proc/{pid}/comm").read_text().strip() == f"rwk-{TAG}" else []
         except OSError:
             continue
     return left

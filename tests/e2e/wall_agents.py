@@ -3,8 +3,8 @@
 ``reads``: the instruction is a JSON object of names to paths; it tries to read
 each (a folder: to list it), and answers what it got, with its uid and what
 its working directory holds. ``fill``: ``fill FOLDER MB`` writes that many
-megabytes there. ``forks``: ``forks N`` starts N processes that sleep (named
-``replay-wall-kid``), as many as it can.
+megabytes there. ``forks``: ``forks N TAG`` starts N processes that sleep (named
+``rwk-TAG``: a test's own, whatever else runs on the machine), as many as it can.
 """
 
 import ctypes
@@ -29,10 +29,10 @@ def reads(instruction: str, env: object) -> str:
 
 
 def fill(instruction: str, env: object) -> str:
-    """Start a process that sleeps (``replay-wall-kid``), then write ``MB`` megabytes to a
-    file in ``FOLDER``, as far as it goes."""
-    _, folder, size = instruction.split()
-    forks("forks 1", env)
+    """``fill FOLDER MB TAG``: start a process that sleeps (``forks 1 TAG``), then write
+    ``MB`` megabytes to a file in ``FOLDER``, as far as it goes."""
+    _, folder, size, tag = instruction.split()
+    forks(f"forks 1 {tag}", env)
     wrote = 0
     try:
         with open(os.path.join(folder, "big"), "wb") as big:
@@ -46,15 +46,17 @@ def fill(instruction: str, env: object) -> str:
 
 
 def forks(instruction: str, env: object) -> str:
-    """Start processes that sleep, until ``N`` or until no more may start."""
+    """``forks N TAG``: start processes that sleep (named ``rwk-TAG``), until N or until no
+    more may start."""
+    _, count, tag = instruction.split()
     started = 0
-    for _ in range(int(instruction.split()[1])):
+    for _ in range(int(count)):
         try:
             pid = os.fork()
         except OSError:
             break
         if pid == 0:
-            ctypes.CDLL(None).prctl(15, b"replay-wall-kid", 0, 0, 0)  # PR_SET_NAME
+            ctypes.CDLL(None).prctl(15, f"rwk-{tag}".encode()[:15], 0, 0, 0)  # PR_SET_NAME
             time.sleep(600)
             os._exit(0)
         started += 1
