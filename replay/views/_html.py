@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +58,13 @@ summary{cursor:pointer;font-weight:bold}
 .guard{color:#c0392b;font-weight:bold}.when{white-space:nowrap}
 tr.diverge td{background:#fdecea;font-weight:bold}.note{color:#b03a2e}.legend-at{color:#2471a3}
 .legend-hat{color:#d35400}.flex{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
-@media (max-width:700px){table{display:block;overflow-x:auto}body{margin:.5em auto}}
+.scroll{max-height:70vh;overflow:auto;margin:.4em 0}.scroll table{margin:0}
+#trials th{position:sticky;top:0}#trials td{white-space:nowrap}
+#aligned,#states{table-layout:fixed;width:100%}#aligned th:first-child{width:2em}
+#states th:first-child{width:11em}#states th:last-child{width:4.5em}#trials tr[hidden]{display:none}
+.side{display:grid;grid-template-columns:1fr 1fr;gap:1.5em}.side>div{min-width:0}
+@media (max-width:700px){table{display:block;overflow-x:auto}body{margin:.5em auto}
+.side{grid-template-columns:1fr}}
 """
 
 _JS = r"""
@@ -75,20 +80,43 @@ document.addEventListener("click", function (e) {
   if (s && s.parentNode.tagName === "DETAILS") s.parentNode.open = true;
 });
 (function () {
-  var verdict = document.getElementById("f-verdict"), text = document.getElementById("f-text");
-  if (!verdict) return;
+  var bar = document.getElementById("filter");
+  if (!bar) return;
+  function val(id) { var el = document.getElementById(id); return el ? el.value : ""; }
+  var rows = {};
+  document.querySelectorAll("#trials tbody tr").forEach(function (r) {
+    rows[r.dataset.anchor] = r;
+  });
   function apply() {
-    var v = verdict.value, q = text.value.trim().toLowerCase(), shown = 0, all = 0;
+    var v = val("f-verdict"), c = val("f-cause"), k = val("f-case");
+    var q = val("f-text").trim().toLowerCase(), shown = 0, all = 0;
     document.querySelectorAll("details.trial").forEach(function (d) {
       var ok = (!v || (v === "!pass" ? d.dataset.verdict !== "pass" : d.dataset.verdict === v))
+        && (!c || d.dataset.cause === c) && (!k || d.dataset.case === k)
         && (!q || d.textContent.toLowerCase().indexOf(q) >= 0);
       d.hidden = !ok; all += 1; shown += ok ? 1 : 0;
+      var row = rows[d.querySelector(":scope > summary").id];
+      if (row) row.hidden = !ok;
     });
     document.getElementById("f-count").textContent = shown + " of " + all + " trials";
   }
-  verdict.addEventListener("change", apply);
-  text.addEventListener("input", apply);
+  bar.querySelectorAll("select").forEach(function (s) { s.addEventListener("change", apply); });
+  document.getElementById("f-text").addEventListener("input", apply);
   apply();
+  var go = document.getElementById("side-go");
+  if (!go) return;
+  var order = [];  // (picked first is A, the left; a third pick drops the oldest)
+  document.getElementById("trials").addEventListener("change", function (e) {
+    var box = e.target;
+    if (!box.classList.contains("pick")) return;
+    order = order.filter(function (b) { return b !== box; });
+    if (box.checked) order.push(box);
+    if (order.length > 2) order.shift().checked = false;
+    go.disabled = order.length !== 2;
+  });
+  go.addEventListener("click", function () {
+    if (order.length === 2) location.href = "/side/" + order[0].value + "/" + order[1].value;
+  });
 })();
 document.querySelectorAll("table.sortable th").forEach(function (th) {
   th.addEventListener("click", function () {
@@ -155,67 +183,6 @@ def _delta_table(delta: Any) -> str:
         return '<p class="meta">no rows changed</p>'
     rows = [[f'<span class="s-{_SIGNS[s]}">{_SIGNS[s]}</span>', _e(text)] for s, text in lines]
     return _table(["change", "row"], rows, "delta")
-
-
-def curves_svg(
-    pass_at: dict[int, float],
-    pass_hat: dict[int, float],
-    intervals: dict[str, Mapping[int, Interval]] | None = None,
-) -> str:
-    """Draw pass@k and pass^k against k as an inline SVG: two polylines, axes and labels.
-
-    ``intervals`` (by curve name, ``pass@k`` or ``pass^k``): each point's error bar.
-    """
-    ks = sorted(pass_hat)
-    if not ks:
-        return '<p class="meta">no graded trial: no curve to draw</p>'
-
-    def x(k: int) -> float:  # the plot spans x 50..400 and y 200 (rate 0) .. 20 (rate 1)
-        return round(50 + 350 * ((k - ks[0]) / (ks[-1] - ks[0]) if len(ks) > 1 else 0.5), 1)
-
-    parts = [
-        '<path d="M50 20V200H400" fill="none" stroke="#333"/>',
-        '<text x="225" y="236" text-anchor="middle">k</text>',
-        '<text x="14" y="110" transform="rotate(-90 14 110)" text-anchor="middle">rate</text>',
-    ]
-    for v in (0.0, 0.5, 1.0):
-        y = 200 - 180 * v
-        parts.append(f'<path d="M51 {y}H400" stroke="#e4e4e4"/>')
-        parts.append(f'<text x="44" y="{y + 4}" text-anchor="end">{v:.1f}</text>')
-    parts += [f'<text x="{x(k)}" y="216" text-anchor="middle">{k}</text>' for k in ks]
-    for label, values, color in (("pass@k", pass_at, "#2471a3"), ("pass^k", pass_hat, "#d35400")):
-        points = [(x(k), round(200 - 180 * values[k], 1)) for k in ks if k in values]
-        line = " ".join(f"{px},{py}" for px, py in points)
-        bars = (intervals or {}).get(label, {})
-        # pass@k's bars sit a little left and pass^k's right, so that they never overlap.
-        shift = -3 if label == "pass@k" else 3
-        for k in ks:
-            if k in bars and k in values:
-                low, high = bars[k]
-                bx, top, bottom = (
-                    x(k) + shift,
-                    round(200 - 180 * high, 1),
-                    round(200 - 180 * low, 1),
-                )
-                parts.append(
-                    f'<path class="error-bar" data-name="{label}" data-k="{k}" '
-                    f'd="M{bx - 3} {top}H{bx + 3}M{bx} {top}V{bottom}M{bx - 3} {bottom}H{bx + 3}" '
-                    f'stroke="{color}" stroke-width="1.2" opacity="0.7"><title>{label} k={k}: '
-                    f"{values[k]:.3f} [{low:.3f}, {high:.3f}]</title></path>"
-                )
-        parts.append(
-            f'<polyline class="curve" data-name="{label}" fill="none" stroke="{color}" '
-            f'stroke-width="2" points="{line}"/>'
-        )
-        parts += [f'<circle cx="{px}" cy="{py}" r="3" fill="{color}"/>' for px, py in points]
-    return (
-        '<svg width="420" height="240" font-size="11" role="img" '
-        f'aria-label="pass@k and pass^k against k">{"".join(parts)}</svg>'
-        '<p><span class="legend-at">&#9632; pass@k</span> (at least one of k passes) '
-        '<span class="legend-hat">&#9632; pass^k</span> (all k pass)'
-        + ("; bars: each figure's interval" if intervals else "")
-        + "</p>"
-    )
 
 
 def _span(interval: Interval | None) -> str:

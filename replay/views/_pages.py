@@ -1,4 +1,4 @@
-"""The pages ``replay view`` serves: the run list, one run, one trial, two runs compared.
+"""The pages ``replay view`` serves: the runs, one run, one trial, two trials, two runs.
 
 Each address is an entry of ``ROUTES`` (its path segments, ``*`` for a name); a page
 reads the store and never writes it (the review queue's forms are POSTed to the
@@ -9,12 +9,11 @@ in a link. An address naming no run, case or trial is a 404 page listing what ex
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from recorder import Cassette, ReplayError
+from recorder import ReplayError
 
 from ..graders import Verdict
 from ..results import (
@@ -27,77 +26,11 @@ from ..results import (
     sample,
     suite_metrics,
 )
-from ._html import _badge, _e, _load, _num, _page, _table, transcript_html
+from ._html import _e, _num, _page, _table
 from ._review import numbers, queue_html
-from ._run_page import cause_html, grades_html, run_html
-
-_WORST = {
-    Verdict.FAIL: 0,
-    Verdict.ERROR: 1,
-    Verdict.UNSUPPORTED: 2,
-    Verdict.UNKNOWN: 3,
-    Verdict.PASS: 4,
-}
-"""Trials that did not pass come first in a run's list of trial pages."""
-
-_CSS = (
-    "<style>nav{margin:.2em 0 1em;color:#666}nav a{margin-right:.4em}"
-    "tr.newly td{background:#fdecea}form#pick{margin:.8em 0}form#pick label{margin-right:1em}"
-    "</style>"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    """What the server answers: an HTTP status and an HTML page, or a redirect."""
-
-    status: int
-    body: str
-    location: str | None = None
-    type: str = "text/html; charset=utf-8"
-
-
-class _Missing(ReplayError):
-    """Nothing at this address: what was asked for, and links to what exists."""
-
-    def __init__(self, message: str, *, exists: list[tuple[str, str]]) -> None:
-        super().__init__(message)
-        self.exists = exists
-
-
-def _href(*segments: object) -> str:
-    """An address from path segments, each percent-encoded whole."""
-    return "/" + "/".join(quote(str(s), safe="") for s in segments)
-
-
-def _a(href: str, text: object, **attrs: str) -> str:
-    extra = "".join(f' {k}="{_e(v)}"' for k, v in attrs.items())
-    return f'<a href="{_e(href)}"{extra}>{_e(text)}</a>'
-
-
-def _nav(*crumbs: tuple[str, str]) -> str:
-    links = " &rsaquo; ".join(_a(href, text) for text, href in (("runs", "/"), *crumbs))
-    return f"<nav>{links}</nav>"
-
-
-def _verdicts(counts: Mapping[Verdict, int] | Mapping[str, int]) -> str:
-    return " ".join(f"{_badge(v)} {n}" for v, n in counts.items() if n) or "-"
-
-
-def _ok(title: str, body: str) -> Page:
-    return Page(200, _page(title, _CSS + body))
-
-
-def _run_names(store: Store) -> list[str]:
-    return list(reversed(store.runs()))
-
-
-def _known_run(store: Store, name: str) -> None:
-    if store.run(name) is None:
-        raise _Missing(
-            f"no run {name!r} in {store.path}",
-            exists=[(f"run {r}", _href("runs", r)) for r in _run_names(store)],
-        )
+from ._run_page import page_html
+from ._side import side_page, trial_page
+from ._web import _CSS, Page, _a, _href, _known_run, _Missing, _nav, _ok, _run_names, _verdicts
 
 
 def _suite_pass1(trials: list[TrialRecord]) -> float | None:
@@ -152,18 +85,12 @@ def runs_page(store: Store, query: dict[str, list[str]]) -> Page:
 
 
 def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
-    """One run's viewer page (``run_html``), with links to its trials' own pages."""
+    """One run's viewer page (``run_html``), each trial's row with a link to its own page.
+
+    Any two trials can be picked there and set side by side (``side_page``).
+    """
     _known_run(store, name)
-    trials = sorted(store.trials(name), key=lambda t: (_WORST[t.verdict], t.case_id, t.idx))
-    rows = [
-        [
-            _e(t.case_id),
-            _e(t.idx),
-            _badge(t.verdict),
-            _a(_href("runs", name, "trials", t.case_id, t.idx), "transcript"),
-        ]
-        for t in trials
-    ]
+    trials = store.trials(name)
     runs = store.runs()  # oldest first: compare with the run before, or else the one after,
     at = runs.index(name)  # of the same cases (a run of others is no comparison)
     ours = {t.case_id for t in trials}
@@ -177,69 +104,17 @@ def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
     top = (
         _CSS
         + _nav((f"run {name}", _href("runs", name)))
-        + f"<p>{_a('#trial-pages', 'one page per trial')}{compare} &middot; "
+        + f"<p>{_a('#trials', 'every trial, with its page')}{compare} &middot; "
         + f"{_a(_href('runs', name, 'review'), 'review queue', id='to-review')}</p>"
     )
-    bottom = '<h2 id="trial-pages">trial pages</h2>' + _table(
-        ["case", "trial", "verdict", "page"], rows, "trial-pages"
+    page = page_html(
+        store,
+        name,
+        page=lambda t: _href("runs", name, "trials", t.case_id, t.idx),
+        pick=lambda t: _href(name, t.case_id, t.idx)[1:],
     )
-    page = run_html(store, name)
     start, body, end = page.partition("<body>")
-    if not body:  # the viewer's page changed shape: keep it whole, links after it
-        return Page(200, top + page + bottom)
-    inner, script, tail = end.rpartition("<script>")
-    if not script:
-        return Page(200, start + body + top + end + bottom)
-    return Page(200, start + body + top + inner + bottom + script + tail)
-
-
-def trial_page(store: Store, query: dict[str, list[str]], name: str, case: str, idx: str) -> Page:
-    """One trial: its verdict, cause and grades, then its cassette's transcript."""
-    _known_run(store, name)
-    by_case: dict[str, list[TrialRecord]] = {}
-    for t in store.trials(name):
-        by_case.setdefault(t.case_id, []).append(t)
-    if case not in by_case:
-        raise _Missing(
-            f"run {name!r} has no case {case!r}",
-            exists=[
-                (f"case {c}", _href("runs", name, "trials", c, rows[0].idx))
-                for c, rows in by_case.items()
-            ],
-        )
-    row = next((t for t in by_case[case] if str(t.idx) == idx), None)
-    if row is None:
-        raise _Missing(
-            f"case {case!r} of run {name!r} has no trial {idx!r}",
-            exists=[
-                (f"trial {t.idx} ({t.verdict.value})", _href("runs", name, "trials", case, t.idx))
-                for t in by_case[case]
-            ],
-        )
-    siblings = " ".join(
-        _a(_href("runs", name, "trials", case, t.idx), f"{t.idx} ({t.verdict.value})")
-        if t is not row
-        else f"<b>{_e(t.idx)}</b>"
-        for t in by_case[case]
-    )
-    cassette = _load(row.cassette, store)
-    transcript = (
-        transcript_html(cassette)
-        if isinstance(cassette, Cassette)
-        else f'<p class="note" id="no-transcript"><b>no transcript</b>: {_e(cassette)}</p>'
-    )
-    body = (
-        _nav(
-            (f"run {name}", _href("runs", name)),
-            (f"{case} trial {idx}", _href("runs", name, "trials", case, idx)),
-        )
-        + f"<h1>run {_e(name)}: case {_e(case)}, trial {_e(row.idx)} "
-        + f"{_badge(row.verdict)}</h1><p>trials of this case in the run "
-        + f"({len(by_case[case])}): {siblings}</p>{cause_html(row)}"
-        + grades_html(row, "-")
-        + f'<h2>transcript</h2><div id="transcript">{transcript}</div>'
-    )
-    return _ok(f"run {name}: {case} trial {idx}", body)
+    return Page(200, start + body + top + end)
 
 
 def _failing_trial(change: CaseChange, trials: list[TrialRecord]) -> TrialRecord | None:
@@ -269,10 +144,23 @@ def compare_page(store: Store, query: dict[str, list[str]], a: str, b: str) -> P
             return _e(text)
         return _a(_href("runs", b, "trials", c.case_id, t.idx), text, **{"class": "failing"})
 
+    trials_a: dict[str, list[TrialRecord]] = {}
+    for t in store.trials(a):
+        trials_a.setdefault(t.case_id, []).append(t)
+
+    def side_link(c: CaseChange) -> str:
+        """A's trial that passed (else its first) beside B's failing one."""
+        theirs, ours = trials_a.get(c.case_id, []), _failing_trial(c, trials_b.get(c.case_id, []))
+        was = next((t for t in theirs if t.passed), theirs[0] if theirs else None)
+        if was is None or ours is None:
+            return ""
+        where = _href("side", a, c.case_id, was.idx, b, c.case_id, ours.idx)
+        return " &middot; " + _a(where, "side by side", **{"class": "side-link"})
+
     newly = [c for c in changes if c.newly_failing]
     items = "".join(
         f"<li>{trial_link(c, c.case_id)}: pass^1 {_num(c.pass1_a)} &rarr; {_num(c.pass1_b)}"
-        f" (p {_num(c.p_value)}, q {_num(c.q_value)})</li>"
+        f" (p {_num(c.p_value)}, q {_num(c.q_value)}){side_link(c)}</li>"
         for c in newly
     )
     listed = f'<ol id="newly-failing">{items}</ol>' if newly else "<p>no case newly fails</p>"
@@ -372,6 +260,7 @@ ROUTES: list[tuple[tuple[str, ...], Route]] = [
     (("runs", "*", "trials", "*", "*"), trial_page),
     (("compare",), pick_page),
     (("compare", "*", "*"), compare_page),
+    (("side", "*", "*", "*", "*", "*", "*"), side_page),
 ]
 """Each address: its path segments (``*`` matches any one, percent-decoded) and its page."""
 

@@ -20,6 +20,7 @@ from ..results import (
     build_report,
     worst_first,
 )
+from ._curves import curves_svg
 from ._html import (
     _badge,
     _e,
@@ -31,9 +32,9 @@ from ._html import (
     _span,
     _table,
     compare_html,
-    curves_svg,
     transcript_html,
 )
+from ._trials import Link, filter_bar, trials_table
 
 _EAGER = 50
 """How many failing trials a run's page shows open; every other trial's body stays inert
@@ -50,14 +51,9 @@ _ORDER = {
 """The order a case's trials are shown in: those that did not pass first."""
 
 
-_FILTER = (
-    '<h2>trials</h2><p id="filter"><label>show <select id="f-verdict">'
-    '<option value="">every trial</option><option value="!pass">all but passes</option>'
-    + "".join(f'<option value="{v.value}">{v.value}</option>' for v in _ORDER)
-    + '</select></label> <input id="f-text" type="search" placeholder="search the trials '
-    '(transcripts too)" size="36"> <span id="f-count" class="meta"></span></p>'
-)
-"""Trials filtered by verdict and searched as text (their unopened transcripts too)."""
+def _shown(trial: TrialRecord) -> tuple[int, int]:
+    """Where a trial is shown among its case's: those that did not pass first."""
+    return (_ORDER[trial.verdict], trial.idx)
 
 
 def _anchor(case: int, idx: int) -> str:
@@ -89,7 +85,8 @@ def _trial(trial: TrialRecord, view: str, compare: str, eager: bool, anchor: str
     cause = trial.failure.value if trial.failure else ""
     return (
         f'<details class="trial trial-{_e(trial.verdict.value)}" '
-        f'data-verdict="{_e(trial.verdict.value)}" data-cause="{_e(cause)}"'
+        f'data-verdict="{_e(trial.verdict.value)}" data-cause="{_e(cause)}" '
+        f'data-case="{_e(trial.case_id)}"'
         f"{' open' if eager else ''}>"
         f'<summary id="{_e(anchor)}">{head}</summary>'
         f"{body if eager else _inert(body)}</details>"
@@ -252,7 +249,7 @@ def _case_section(i: int, case: CaseReport, trials: list[TrialRecord], pages: _P
     if case.guards:
         fired = ", ".join(f"{_e(guard)} in {n}" for guard, n in case.guards.items())
         out.append(f'<p class="guard">limits hit: {fired} (error trials)</p>')
-    trials = sorted(trials, key=lambda t: (_ORDER[t.verdict], t.idx))
+    trials = sorted(trials, key=_shown)
     passing = [(t.idx, pages.load(t.cassette)) for t in trials if t.passed]
     good = [(idx, c) for idx, c in passing if isinstance(c, Cassette)][:1]
     for t in trials:
@@ -302,11 +299,24 @@ def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
     """The whole page for a stored run (``replay report RUN --html``), intervals at ``confidence``.
 
     Its summary, the trials that did not pass by primary cause (each linked to the trial),
-    the per-case table worst first, then each case's trials.
+    the per-case table worst first, every trial as a sortable row, then each case's trials
+    (the rows and the trials filtered together: by verdict, cause, case and text).
 
     Raises:
         ConfigError: No such run in the store.
     """
+    return page_html(store, name, confidence=confidence)
+
+
+def page_html(
+    store: Store,
+    name: str,
+    *,
+    confidence: float = 0.95,
+    page: Link | None = None,
+    pick: Link | None = None,
+) -> str:
+    """``run_html``; on ``replay view``, each trial's row links its ``page`` and has a ``pick``."""
     report = build_report(store, name, confidence=confidence)
     suite = report.suite
     graded = len(report.cases) - len(suite.excluded)
@@ -346,7 +356,13 @@ def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
     for trial in report.trials:
         trials.setdefault(trial.case_id, []).append(trial)
     pages = _Pages(store)
-    out.append(_FILTER)
+    shown = [
+        (t, _anchor(i, t.idx))
+        for i, c in enumerate(cases)
+        for t in sorted(trials.get(c.case_id, []), key=_shown)
+    ]
+    out.append(f"<h2>trials</h2>{filter_bar(report.trials)}")
+    out.append(trials_table(shown, page, pick))
     for i, c in enumerate(cases):
         out.append(_case_section(i, c, trials.get(c.case_id, []), pages))
     if pages.closed:

@@ -31,8 +31,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from recorder import ConfigError
 
 from ..results import DEFAULT_PATH, Store
-from ._pages import Page, render
+from ._pages import render
 from ._review import LABELS, StoreUnwritable, store_label, unwritable_html
+from ._web import Page
 
 _log = logging.getLogger(__name__)
 

@@ -169,6 +169,12 @@ def test_compare_lists_the_newly_failing_case_first(server: ViewServer) -> None:
     cases = re.findall(r"<tr(?: class=newly)?><td>(?:<a [^>]*>)?([^<]*)", page.text)
     assert cases == ["refund-4812", "a &lt;b&gt;&amp;&quot;steady&quot;?#50%"]
     assert page.text.count("<tr class=newly>") == 1
+    # A's passing trial beside B's failing one: B stopped before emailing the customer.
+    side = href("side", BEFORE, "refund-4812", 0, AFTER, "refund-4812", 0)
+    assert f'href="{side}"' in newly.group(1)
+    beside = get(server, side).text
+    assert "first divergence:</b> step " in beside and "B stopped" in beside
+    assert "send_email" in beside.split('id="aligned"')[1].split("</table>")[0]
 
 
 def test_compare_lists_a_case_whose_agent_crashes_as_newly_failing(tmp_path: Path) -> None:
@@ -347,7 +353,7 @@ def test_browsing_runs_and_a_comparison_in_chromium(server: ViewServer) -> None:
         page.locator("form#pick button").click()
         page.wait_for_url(server.url.rstrip("/") + href("compare", BEFORE, AFTER))
         assert page.locator("#newly-failing li").all_inner_texts() == [
-            "refund-4812: pass^1 1.000 → 0.000 (p 0.333, q 0.667)"
+            "refund-4812: pass^1 1.000 → 0.000 (p 0.333, q 0.667) · side by side"
         ]
         (pass1, *_) = page.locator("#suite-change li").all_inner_texts()
         assert pass1.startswith("pass^1 ") and "95% interval [" in pass1 and "cases paired" in pass1
@@ -356,7 +362,7 @@ def test_browsing_runs_and_a_comparison_in_chromium(server: ViewServer) -> None:
         assert "newly failing" in first.inner_text()
         assert page.locator("#changes tbody tr").nth(1).locator("td").first.inner_text() == STEADY
 
-        page.locator("#newly-failing a").click()
+        page.locator("#newly-failing a.failing").click()
         page.wait_for_url(server.url.rstrip("/") + href("runs", AFTER, "trials", "refund-4812", 0))
         assert "case refund-4812, trial 0" in page.locator("h1").inner_text()
         transcript = page.locator("#transcript")
@@ -405,7 +411,7 @@ def test_runs_of_other_cases_are_not_offered_as_a_comparison(tmp_path: Path) -> 
         assert href("compare", "second", "third") not in runs
         assert href("compare", "first", "second") not in runs
         second = get(running, href("runs", "second")).text
-        assert "compare" not in second.split('id="trial-pages"')[0].split("review queue")[0]
+        assert "compare" not in second.split("review queue")[0]
         assert second.index('id="causes"') < second.index('<details id="pins-fold">')
         assert "<td>null</td>" not in second
         trial = get(running, href("runs", "third", "trials", "ask", 0)).text
