@@ -178,9 +178,8 @@ class Zygote:
         except OSError as exc:
             self.close()
             raise ZygoteFailed(f"the agent {entry} could not start walled in: {exc}") from None
-        listener.settimeout(READY_S)
         try:
-            self._conn, _ = listener.accept()
+            self._conn = self._accept(listener)
             self._lines = self._conn.makefile("rb")
             ready = self._reply(READY_S)
         except (OSError, ZygoteFailed):
@@ -192,6 +191,20 @@ class Zygote:
         if "error" in ready:
             self.close()
             raise ZygoteFailed(f"the agent {entry} cannot be loaded: {ready['error']}")
+
+    def _accept(self, listener: socket.socket) -> socket.socket:
+        """The zygote's connection once it has started; an error at once if it ended first.
+
+        (An interpreter that cannot find the harness, say: its log says why.)
+        """
+        deadline = time.monotonic() + READY_S
+        listener.settimeout(0.1)
+        while True:
+            try:
+                return listener.accept()[0]
+            except TimeoutError:
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    raise ZygoteFailed("the zygote ended") from None
 
     def _reply(self, timeout: float) -> dict[str, Any]:
         self._conn.settimeout(timeout)
@@ -207,10 +220,11 @@ class Zygote:
         return reply
 
     def _said(self) -> str:
-        """The zygote's last line on its log (why it did not start), if any."""
+        """The zygote's last line on its log naming an error (why it did not start), if any."""
         text = read_given(os.path.join(self.dir, "zygote.log")).decode(errors="replace")
         lines = [line for line in text.splitlines() if line.strip()]
-        return f": {lines[-1].strip()[:300]}" if lines else ""
+        errors = [line for line in lines if "error" in line.lower()]  # (not a traceback's end)
+        return f": {(errors or lines)[-1].strip()[:300]}" if lines else ""
 
     @property
     def alive(self) -> bool:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from recorder import ViolationEvent
 from replay import load_case, sandbox
-from replay.agents import unavailable
+from replay.agents import _zygote, unavailable
 from replay.agents._command import ChildAgent
 from replay.agents._zygote import supported
 from replay.modes import NO_LLM_URL
@@ -87,6 +89,33 @@ def test_an_agent_that_cannot_be_imported_is_one_line(tmp_path: Path) -> None:
     assert trial.outcome.verdict.value == "error"  # type: ignore[attr-defined]
     (said,) = [e for e in trial.outcome.evidence if "cannot be loaded" in e]  # type: ignore[attr-defined]
     assert "nowhere" in said and "\n" not in said
+
+
+def test_a_zygote_that_ends_before_it_starts_is_an_error_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its interpreter cannot start (no standard library): said from its log, not waited for."""
+    monkeypatch.setattr(_zygote, "READY_S", 10.0**6)  # (not waited for: it ended)
+    failed: list[BaseException] = []
+    trying = threading.Thread(
+        target=lambda: _catch(failed, lambda: _zygote.take("-", {"PYTHONHOME": "/nowhere"})),
+        daemon=True,
+    )
+    trying.start()
+    trying.join(HANG_GUARD_S)
+    assert not trying.is_alive(), "the zygote's end was not seen"
+    (error,) = failed
+    assert isinstance(error, _zygote.ZygoteFailed), error
+    assert "did not start walled in: ModuleNotFoundError: No module named 'encodings'" in str(
+        error
+    ) and "\n" not in str(error)
+
+
+def _catch(into: list[BaseException], call: Callable[[], object]) -> None:
+    try:
+        call()
+    except BaseException as exc:  # (what the thread raised, for the test to look at)
+        into.append(exc)
 
 
 _LEAVE = """
