@@ -412,19 +412,29 @@ def _stop_the_rest() -> None:
 def _empty(roots: list[str]) -> None:
     """Remove what the trial left in the sandbox's private folders (``/tmp``, home...).
 
-    Never a folder bound there, or one holding such a folder (the trials' own).
+    Never a folder bound there (the trials' own, the agent's code); a folder holding
+    one, the working directory (made there when the harness runs from under ``/tmp`` or
+    home) and the folders on the way to it stay, emptied around what they hold: the next
+    trial starts in it as the first did.
     """
     with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
         mounts = [_seccomp.unescaped(line.split()[4]) for line in info if len(line.split()) > 4]
+    try:
+        here = os.getcwd()
+    except OSError:
+        here = ""
     for root in roots:
         with contextlib.suppress(OSError):
-            _empty_one(root, mounts)
+            _empty_one(root, mounts, here)
 
 
-def _empty_one(root: str, mounts: list[str]) -> None:
+def _empty_one(root: str, mounts: list[str], here: str) -> None:
     for name in os.listdir(root):
         target = os.path.join(root, name)
-        if any(m == target or m.startswith(target + "/") for m in mounts):
+        if target in mounts:
+            continue
+        if here == target or any(m.startswith(target + "/") for m in (here, *mounts)):
+            _empty_one(target, mounts, here)  # (emptied around what it holds)
             continue
         if os.path.isdir(target) and not os.path.islink(target):
             shutil.rmtree(target, ignore_errors=True)

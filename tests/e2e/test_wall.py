@@ -51,15 +51,15 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def _sleeping() -> list[str]:
-    """The processes ``wall_agents.leaves`` starts, still running on the host."""
+def _sleeping(tag: str) -> list[str]:
+    """The processes ``wall_agents.leaves`` starts for ``tag``, still running on the host."""
     found = []
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
             line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        found += [line] if "987.65" in line and "sleep" in line else []
+        found += [line] if f"sleep 987.{tag}" in line else []
     return found
 
 
@@ -106,6 +106,18 @@ def test_a_walled_agent_reads_nothing_of_the_host_and_is_no_root(project: Path) 
     events = read_cassette(trial.cassette).events
     seen = {(e.action, e.target) for e in events if isinstance(e, ViolationEvent)}
     assert {("read", path) for path in given.values()} <= seen, seen
+
+
+def test_each_trial_starts_in_its_working_directory_as_it_was(project: Path) -> None:
+    """The project is under /tmp (a sandbox's private folder): its working directory is made
+    there, and kept, emptied, from one trial of a zygote to the next."""
+    code, err = _run(project, _case(project, "scribbles", "-"), "scribbles", "-k", "3")
+    assert code == 0, err
+    trials = Store(".replay/results.db").trials("scribbles")
+    assert [t.verdict.value for t in trials] == ["pass"] * 3
+    for trial in trials:  # (none sees what the one before left)
+        assert read_cassette(trial.cassette).footer.final_answer == '["wallproject"]'
+    assert not (project / "left-by-a-trial").exists()
 
 
 @pytest.mark.xdist_group("wall-kids")  # (each looks for the processes both start)
@@ -160,8 +172,9 @@ def _kids() -> list[str]:
 def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_ends(
     project: Path,
 ) -> None:
-    case = _case(project, "leaves", "leave them")
-    before = _sleeping()  # (none, but for what a failed run of this test left)
+    tag = str(os.getpid())  # (this test process's own sleeps, whatever else runs here)
+    case = _case(project, "leaves", f"leave them {tag}")
+    before = _sleeping(tag)  # (none, but for what a failed run of this test left)
     code, _, err = replay(
         "run", case, "--run", "leaves", "--store", ".replay/results.db",
         "--agent", "wallproject.wall:leaves", "--tools", "wallproject.wall:make_tools",
@@ -170,7 +183,7 @@ def test_an_in_process_agent_s_leftover_processes_are_stopped_when_its_trial_end
     assert code == 0, err
     from replay.surroundings._processes import TRACKER, _children
 
-    left = set(_sleeping()) - set(before)
+    left = set(_sleeping(tag)) - set(before)
     assert not left, (left, err, TRACKER._running, _children())  # (what to look at if not)
     (trial,) = Store(".replay/results.db").trials("leaves")
     warnings = [e.message for e in read_cassette(trial.cassette).events if e.kind == "warning"]

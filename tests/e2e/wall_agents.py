@@ -2,7 +2,8 @@
 
 ``reads``: the instruction is a JSON object of names to paths; it tries to read
 each (a folder: to list it), and answers what it got, with its uid and what
-its working directory holds. ``fill``: ``fill FOLDER MB`` writes that many
+its working directory holds. ``scribbles`` lists its working directory, then
+writes a file there. ``fill``: ``fill FOLDER MB`` writes that many
 megabytes there. ``forks``: ``forks N TAG`` starts N processes that sleep (named
 ``rwk-TAG``: a test's own, whatever else runs on the machine), as many as it can.
 """
@@ -63,19 +64,29 @@ def forks(instruction: str, env: object) -> str:
     return f"started {started}"
 
 
+def scribbles(instruction: str, env: object) -> str:
+    """What its working directory holds, before it leaves a file of its own there."""
+    here = sorted(os.listdir("."))
+    with open("left-by-a-trial", "w") as note:
+        note.write("for the next trial to find")
+    return json.dumps(here)
+
+
 def make_tools(conn: object) -> list[object]:
     """No tools: these agents push on the wall, not on the world."""
     return []
 
 
 def leaves(instruction: str, env: object) -> str:
-    """Start a program, and a shell with a child of its own, and return with both running."""
+    """``leave them TAG``: start a program, and a shell with a child of its own (each a
+    ``sleep 987.TAG...``), and return with both running."""
     import subprocess
 
-    LEFT.append(subprocess.Popen(["sleep", "987.654"]))
-    LEFT.append(subprocess.Popen(["sh", "-c", "sleep 987.655 & sleep 987.656"]))
+    tag = instruction.split()[-1]
+    LEFT.append(subprocess.Popen(["sleep", f"987.{tag}4"]))
+    LEFT.append(subprocess.Popen(["sh", "-c", f"sleep 987.{tag}5 & sleep 987.{tag}6"]))
     for _ in range(1000):  # (until the shell has started both: four in all)
-        if len(_running("sleep\0987.65")) == 3:
+        if len(_running(f"sleep\0987.{tag}")) == 3:
             break
         time.sleep(0.01)
     return "left them running"
