@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint docs bench schema clean
+.PHONY: demo test lint docs bench bench-check schema clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -60,6 +60,12 @@ test: $(VENV)/.dev lint docs $(NODE_EXAMPLE)
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench
+
+# Did this change make anything slower? `bench --quick` here and on the previous commit
+# (BENCH_AGAINST=REV to choose), alternating, twice each: names any figure >20% worse.
+BENCH_AGAINST ?=
+bench-check: $(VENV)/.dev
+	$(BIN)/python -m bench.check $(if $(BENCH_AGAINST),--against $(BENCH_AGAINST))
 
 schema: $(VENV)/.dev
 	$(BIN)/python -c 'import recorder._schema as s; print(s.schema_text(), end="")' > recorder/cassette.schema.json

@@ -19,6 +19,7 @@ import platform
 import sqlite3
 import time
 from importlib.metadata import version
+from pathlib import Path
 
 from . import (
     cassette_open,
@@ -29,10 +30,10 @@ from . import (
     record_overhead,
     state_diff,
     stats,
+    targets,
     tau2_gold,
     world_reset,
 )
-from ._report import ms, secs
 
 
 def environment() -> str:
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
         "--smoke",
         action="store_true",
         help="--quick, with fewer executor trials, one agent, no Ray or Dask: that it runs",
+    )
+    parser.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the figures there (bench.check)"
     )
     args = parser.parse_args(argv)
     args.quick = args.quick or args.smoke
@@ -91,87 +95,14 @@ def main(argv: list[str] | None = None) -> None:
     simulated = stats.run(quick=args.quick, smoke=args.smoke)
     print(stats.report(simulated), flush=True)
     print()
-    worst = max(p.overhead for p in overhead.ours.points)
-    checks = [
-        (
-            f"open a {opened.n:,}-call cassette <= {cassette_open.OPEN_TARGET_S} s",
-            secs(opened.ours_open_s),
-            opened.open_ok,
-        ),
-        (
-            f"cassette >= {cassette_open.SIZE_TARGET_X:.0f}x smaller than vcrpy YAML",
-            f"{opened.size_ratio:.1f}x",
-            opened.size_ok,
-        ),
-        (
-            "record overhead <= 0.2 ms per request, at every fill level",
-            f"worst {ms(worst)}",
-            overhead.ok,
-        ),
-        (
-            "record overhead <= 0.2 ms per request, per client "
-            f"({', '.join(c.name for c in clients.clients)})",
-            f"worst {clients.worst.name} {ms(clients.worst.overhead)}",
-            clients.ok,
-        ),
-        (
-            "world reset <= 1 ms, at every fixture size "
-            f"({', '.join(world_reset.label(s.target) for s in reset.sizes)})",
-            f"worst median {secs(reset.worst)}",
-            reset.ok,
-        ),
-        (
-            "state diff of 10 changed rows <= 1 ms, at every table size "
-            f"({', '.join(f'{s.rows:,}' for s in diff.sizes)} rows)",
-            f"worst median {secs(diff.worst)}",
-            diff.ok,
-        ),
-    ]
-    local = executors.checked(spread)
-    checks.append(
-        (
-            f"local executor within {executors.TARGET:.0%} of the ideal "
-            f"({local.trials:,} trials, {executors.CONCURRENCY} in flight)",
-            f"{local.efficiency:.0%} of the ideal",
-            executors.local_ok(spread),
-        )
-    )
-    if proxied is not None:
-        checks.append(
-            (
-                f"MCP proxy adds < {mcp_proxy.TARGET_MS:g} ms per call, at every number of calls "
-                f"({', '.join(f'{p.calls:,}' for p in proxied)})",
-                f"worst {ms(max(p.overhead for p in proxied))}",
-                mcp_proxy.ok(proxied),
-            )
-        )
-    if walled is not None:
-        checks.append(
-            (
-                f"a walled trial starts within {isolation.TARGET_MS:g} ms of an in-process one",
-                f"{ms(walled.added)} more",
-                walled.ok,
-            )
-        )
-    if gold is not None:
-        checks.append(
-            (
-                f"tau2 airline gold pass ({gold.tasks} tasks) faster than tau2's own hash check",
-                f"{gold.ratio:.1f}x",
-                gold.ok,
-            )
-        )
-    checks.append(
-        (
-            "95% intervals cover in 93-97% of simulated suites (20, 50, 200 cases); the paired "
-            "gate fails >= 80% of 10-point drops, <= 5% of A/As",
-            "held" if simulated.ok else "not held (see the tables)",
-            simulated.ok,
-        )
-    )
-    print("Targets")
-    for what, got, ok in checks:
-        print(f"  [{'ok' if ok else 'MISSED'}] {what}: {got}")
+    found = targets.figures(
+        opened=opened, overhead=overhead, clients=clients, reset=reset, diff=diff,
+        spread=spread, proxied=proxied, walled=walled, gold=gold,
+    )  # fmt: skip
+    print("Targets (ratio: the figure against its target; at most 1.00 is met)")
+    print("\n".join(targets.lines(found, simulated.ok)))
+    if args.json:
+        targets.write(args.json, found)
     print(f"\nwall time: {time.perf_counter() - t0:.1f} s")
 
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from ._report import ms, table
 
-TARGET_MS = 1.0
-"""The target: the proxy adds under 1 ms per call, whatever the number recorded."""
+TARGET_MS = 0.5
+"""The target: the proxy adds at most 0.5 ms per call, whatever the number recorded."""
 FIXTURE = "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);\n" + "".join(
     f"INSERT INTO notes (text) VALUES ('note {i}');\n" for i in range(100)
 )
@@ -38,7 +38,7 @@ CASE = "id: bench\ninstruction: read\nfixture: notes.sql\n"
 
 def ok(points: list[Point]) -> bool:
     """Under the target at every number of calls."""
-    return all(p.overhead * 1000 < TARGET_MS for p in points)
+    return all(p.overhead * 1000 <= TARGET_MS for p in points)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ import recorder
 from . import _slow_llm
 from ._report import ms, ratio, table
 
-TARGET_S = 0.2e-3
+TARGET_S = 0.15e-3
 CLIENTS = ("requests", "urllib3", "http.client", "aiohttp", "httpx")
 OPTIONAL = {"requests": "requests", "aiohttp": "aiohttp"}
 """Clients measured only when installed (the dev and frameworks extras)."""

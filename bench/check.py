@@ -1,0 +1,142 @@
+"""``python -m bench.check [--against REV] [--rounds N]`` (``make bench-check``): did it get slower?
+
+Runs ``python -m bench --quick`` on this work tree and on ``REV`` (a git worktree of it,
+made and removed here), alternating, ``N`` rounds each (default 2), on this machine;
+takes each figure's median per side and names every figure that got more than 20%
+worse (a time that grew by a fifth, an efficiency that fell by a sixth), with both
+medians. Exits 1 if any did, 0 if none, 2 if it could not compare (``REV`` predates
+the figures file). ``REV`` defaults to the previous commit: ``HEAD`` when the work
+tree has changes (the change at hand against where it started), else ``HEAD~1``.
+
+Figures measured on one side only (Ray, Dask, the walls or tau2 missing there) are
+listed, not compared. Noise is the limit: run it on an otherwise quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+WORSE = 0.20
+"""How much worse a figure may get (a fifth) before it is named."""
+
+
+def worse_by(old: float, new: float, better: str) -> float:
+    """How much worse ``new`` is than ``old`` (0.25: a quarter worse; negative: better)."""
+    if better == "lower":
+        return new / old - 1 if old > 0 else 0.0
+    return old / new - 1 if new > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One figure's median on each side, and how much worse it got."""
+
+    key: str
+    what: str
+    old: float
+    new: float
+    worse: float
+    """0.25: a quarter worse; negative: better."""
+
+
+def changes(
+    old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+) -> tuple[list[Change], list[str]]:
+    """Each figure's change between two sides' runs, and the keys of one side only.
+
+    The runs are ``bench.targets.write``'s figures by key; each side's value is the
+    median of its runs.
+    """
+    keys_old = {key for run in old for key in run}
+    keys_new = {key for run in new for key in run}
+    found = []
+    for key in sorted(keys_old & keys_new):
+        a = statistics.median(run[key]["value"] for run in old if key in run)
+        b = statistics.median(run[key]["value"] for run in new if key in run)
+        last = next(run[key] for run in new if key in run)
+        found.append(Change(key, last["what"], a, b, worse_by(a, b, last["better"])))
+    return found, sorted(keys_old ^ keys_new)
+
+
+def _quick(tree: Path, out: Path) -> dict[str, Any] | None:
+    """One ``bench --quick`` of ``tree`` (from its folder: its own code); its figures."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0 or not out.exists():
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
+        print(f"  bench in {tree} failed: {tail[0] if tail else done.returncode}", file=sys.stderr)
+        return None
+    figures: dict[str, Any] = json.loads(out.read_text())
+    return figures
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Compare; print what got worse; the exit code says whether anything did."""
+    parser = argparse.ArgumentParser(prog="python -m bench.check", description=__doc__)
+    parser.add_argument("--against", metavar="REV", help="the revision to compare with")
+    parser.add_argument("--rounds", type=int, default=2, help="runs on each side (default 2)")
+    args = parser.parse_args(argv)
+    changed = _git("status", "--porcelain", "--untracked-files=no")
+    rev = args.against or ("HEAD" if changed else "HEAD~1")
+    commit = _git("rev-parse", "--short", rev)
+    old_runs: list[dict[str, Any]] = []
+    new_runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
+        old_tree = Path(tmp) / "old"
+        _git("worktree", "add", "--detach", str(old_tree), commit)
+        try:
+            for n in range(args.rounds):
+                for side, tree, runs in (("old", old_tree, old_runs), ("new", REPO, new_runs)):
+                    which = commit if side == "old" else "the work tree"
+                    print(f"round {n + 1}/{args.rounds}: {which}", flush=True)
+                    found = _quick(tree, Path(tmp) / f"{side}-{n}.json")
+                    if found is None and side == "old" and not old_runs:
+                        print(f"cannot compare: {commit}'s bench writes no figures (--json)")
+                        return 2
+                    if found is not None:
+                        runs.append(found)
+        finally:
+            _git("worktree", "remove", "--force", str(old_tree))
+    if not new_runs:
+        print("cannot compare: this work tree's bench failed")
+        return 2
+    found, alone = changes(old_runs, new_runs)
+    print(f"\nagainst {commit}, the median of {args.rounds} quick runs each:")
+    for c in found:
+        mark = "WORSE" if c.worse > WORSE else "     "
+        print(f"  {mark} {c.key}: {c.old:.4g} -> {c.new:.4g} ({c.worse:+.0%} worse)  {c.what}")
+    for key in alone:
+        print(f"        {key}: measured on one side only")
+    worse = [c for c in found if c.worse > WORSE]
+    print(
+        f"{len(worse)} figures more than {WORSE:.0%} worse: {', '.join(c.key for c in worse)}"
+        if worse
+        else f"no figure more than {WORSE:.0%} worse"
+    )
+    return 1 if worse else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
