@@ -59,12 +59,18 @@ def _transcript(cassette: Cassette | str) -> str:
     return f'<p class="note" id="no-transcript"><b>no transcript</b>: {_e(cassette)}</p>'
 
 
+BESIDE_HERE, BESIDE_RUNS = 10, 5
+"""Trials offered to set beside one: of its case in its run (those of another verdict
+first), and of its case in the newest other runs."""
+
+
 def _beside(store: Store, name: str, case: str, row: TrialRecord, trials: list[TrialRecord]) -> str:
     """Links setting this trial beside another: its case's other trials, here and in other runs."""
-    here = [(name, t) for t in trials if t is not row]
-    for other in reversed(store.runs()):  # newest first
-        if other == name:
-            continue
+    others = sorted(
+        (t for t in trials if t is not row), key=lambda t: (t.verdict == row.verdict, t.idx)
+    )
+    here = [(name, t) for t in others[:BESIDE_HERE]]
+    for other in [r for r in reversed(store.runs()) if r != name][:BESIDE_RUNS]:  # newest first
         theirs = [t for t in store.trials(other) if t.case_id == case]
         same = [t for t in theirs if t.idx == row.idx] or theirs
         here += [(other, same[0])] if same else []
@@ -76,7 +82,9 @@ def _beside(store: Store, name: str, case: str, row: TrialRecord, trials: list[T
         )
         for run, t in here
     ]
-    return f'<p id="beside">side by side with: {", ".join(links)}</p>' if links else ""
+    more = len(others) - BESIDE_HERE
+    rest = f" (and {more} more of this run: pick any two on its page)" if more > 0 else ""
+    return f'<p id="beside">side by side with: {", ".join(links)}{rest}</p>' if links else ""
 
 
 def trial_page(store: Store, query: dict[str, list[str]], name: str, case: str, idx: str) -> Page:
