@@ -58,7 +58,10 @@ def pydantic_ai_agent(base_url: str, instructions: str = INSTRUCTIONS) -> Any:
         """
         return _stock(ctx.deps, sku)
 
-    @agent.tool
+    # A write: its parallel calls run one after the other, in the model's order (run at
+    # once in threads, they would number their reservations in whichever order the threads
+    # ran, and a replay would answer the model with other numbers than it was recorded with).
+    @agent.tool(sequential=True)
     @tool(writes=True)
     def reserve(ctx: RunContext[Deps], sku: str, qty: int) -> dict[str, Any]:
         """Reserve some of an item for the customer.
