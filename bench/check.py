@@ -1,12 +1,14 @@
 """``python -m bench.check [--against REV] [--rounds N]`` (``make bench-check``): did it get slower?
 
 Runs ``python -m bench --quick`` on this work tree and on ``REV`` (a git worktree of it,
-made and removed here), alternating, ``N`` rounds each (default 2), on this machine;
-takes each figure's median per side and names every figure that got more than 20%
-worse (a time that grew by a fifth, an efficiency that fell by a sixth), with both
-medians. Exits 1 if any did, 0 if none, 2 if it could not compare (``REV`` predates
-the figures file). ``REV`` defaults to the previous commit: ``HEAD`` when the work
-tree has changes (the change at hand against where it started), else ``HEAD~1``.
+made in ``.replay/`` and removed), alternating (old-new, then new-old), ``N`` rounds each
+(default 2), on this machine; takes each figure's median per side and names every
+figure that got more than 20% worse (a time that grew by a fifth, an efficiency that
+fell by a sixth) by more than a tenth of its target (noise on a figure far under its
+target is not named), with both medians. Exits 1 if any did, 0 if none, 2 if it could
+not compare (``REV`` predates the figures file). ``REV`` defaults to the previous
+commit: ``HEAD`` when the work tree has changes (the change at hand against where it
+started), else ``HEAD~1``.
 
 Figures measured on one side only (Ray, Dask, the walls or tau2 missing there) are
 listed, not compared. Noise is the limit: run it on an otherwise quiet machine.
@@ -15,6 +17,7 @@ listed, not compared. Noise is the limit: run it on an otherwise quiet machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -29,13 +32,23 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 WORSE = 0.20
 """How much worse a figure may get (a fifth) before it is named."""
+MOVED = 0.10
+"""...and by how much of its target at least: an overhead of 0.02 ms that became
+0.03 ms is half again as much, and noise, far under its 0.15 ms target."""
 
 
 def worse_by(old: float, new: float, better: str) -> float:
     """How much worse ``new`` is than ``old`` (0.25: a quarter worse; negative: better)."""
     if better == "lower":
-        return new / old - 1 if old > 0 else 0.0
+        if old <= 0:
+            return float("inf") if new > max(old, 0.0) else 0.0
+        return new / old - 1
     return old / new - 1 if new > 0 else float("inf")
+
+
+def moved(old: float, new: float, target: float, better: str) -> float:
+    """How far it moved the wrong way, in units of its target (0.1: a tenth of it)."""
+    return (new - old if better == "lower" else old - new) / target
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,13 @@ class Change:
     new: float
     worse: float
     """0.25: a quarter worse; negative: better."""
+    moved: float
+    """How far the wrong way, in units of its target."""
+
+    @property
+    def named(self) -> bool:
+        """More than ``WORSE`` worse, by more than ``MOVED`` of its target."""
+        return self.worse > WORSE and self.moved > MOVED
 
 
 def changes(
@@ -65,7 +85,10 @@ def changes(
         a = statistics.median(run[key]["value"] for run in old if key in run)
         b = statistics.median(run[key]["value"] for run in new if key in run)
         last = next(run[key] for run in new if key in run)
-        found.append(Change(key, last["what"], a, b, worse_by(a, b, last["better"])))
+        better, target = last["better"], last["target"]
+        found.append(
+            Change(key, last["what"], a, b, worse_by(a, b, better), moved(a, b, target, better))
+        )
     return found, sorted(keys_old ^ keys_new)
 
 
@@ -103,33 +126,42 @@ def main(argv: list[str] | None = None) -> int:
     commit = _git("rev-parse", "--short", rev)
     old_runs: list[dict[str, Any]] = []
     new_runs: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
+    _git("worktree", "prune")  # (one a check stopped hard left behind)
+    (REPO / ".replay").mkdir(exist_ok=True)
+    # Beside the work tree, in the same filesystem, out of git's sight (not under /tmp:
+    # a walled agent's working directory there is the sandbox's private one).
+    with tempfile.TemporaryDirectory(prefix="bench-check-", dir=REPO / ".replay") as tmp:
         old_tree = Path(tmp) / "old"
         _git("worktree", "add", "--detach", str(old_tree), commit)
+        sides = [("old", old_tree, old_runs), ("new", REPO, new_runs)]
         try:
             for n in range(args.rounds):
-                for side, tree, runs in (("old", old_tree, old_runs), ("new", REPO, new_runs)):
+                for side, tree, runs in sides if n % 2 == 0 else sides[::-1]:  # (ABBA...)
                     which = commit if side == "old" else "the work tree"
                     print(f"round {n + 1}/{args.rounds}: {which}", flush=True)
                     found = _quick(tree, Path(tmp) / f"{side}-{n}.json")
                     if found is None and side == "old" and not old_runs:
-                        print(f"cannot compare: {commit}'s bench writes no figures (--json)")
+                        print(
+                            f"cannot compare: {commit}'s bench failed (above; a revision "
+                            "before bench --json writes no figures)"
+                        )
                         return 2
                     if found is not None:
                         runs.append(found)
         finally:
-            _git("worktree", "remove", "--force", str(old_tree))
+            with contextlib.suppress(subprocess.CalledProcessError):
+                _git("worktree", "remove", "--force", str(old_tree))
     if not new_runs:
         print("cannot compare: this work tree's bench failed")
         return 2
     found, alone = changes(old_runs, new_runs)
     print(f"\nagainst {commit}, the median of {args.rounds} quick runs each:")
     for c in found:
-        mark = "WORSE" if c.worse > WORSE else "     "
+        mark = "WORSE" if c.named else "     "
         print(f"  {mark} {c.key}: {c.old:.4g} -> {c.new:.4g} ({c.worse:+.0%} worse)  {c.what}")
     for key in alone:
         print(f"        {key}: measured on one side only")
-    worse = [c for c in found if c.worse > WORSE]
+    worse = [c for c in found if c.named]
     print(
         f"{len(worse)} figures more than {WORSE:.0%} worse: {', '.join(c.key for c in worse)}"
         if worse

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.check import WORSE, changes, worse_by
+from bench.check import changes, worse_by
 from bench.targets import Figure
 from tests.helpers import HANG_GUARD_S, REPO
 
@@ -57,9 +57,10 @@ def test_a_figure_s_ratio_to_its_target_is_at_most_one_when_met() -> None:
 
 
 def _run(**values: float) -> dict[str, dict[str, object]]:
-    better = {"open_s": "lower", "efficiency": "higher"}
+    better = {"open_s": "lower", "efficiency": "higher", "tiny_s": "lower"}
+    target = {"open_s": 1.0, "efficiency": 0.93, "tiny_s": 0.15e-3}
     return {
-        key: {"key": key, "what": key, "value": v, "better": better[key]}
+        key: {"key": key, "what": key, "value": v, "better": better[key], "target": target[key]}
         for key, v in values.items()
     }
 
@@ -72,7 +73,13 @@ def test_the_check_names_a_figure_more_than_a_fifth_worse_by_its_medians() -> No
     assert alone == []
     worse = {c.key: round(c.worse, 3) for c in found}
     assert worse == {"open_s": round(1.3 / 1.05 - 1, 3), "efficiency": round(0.91 / 0.8 - 1, 3)}
-    assert [c.key for c in found if c.worse > WORSE] == ["open_s"]
+    assert [c.key for c in found if c.named] == ["open_s"]
     assert worse_by(1.0, 0.5, "lower") == -0.5  # (faster: better, never named)
     _, alone = changes([_run(open_s=1.0)], [_run(open_s=1.0, efficiency=0.9)])
     assert alone == ["efficiency"]  # (measured on one side only: listed, not compared)
+    # Half again as much, but 0.02 -> 0.03 ms is a fifteenth of its 0.15 ms target: noise.
+    (tiny,) = changes([_run(tiny_s=0.02e-3)], [_run(tiny_s=0.03e-3)])[0]
+    assert round(tiny.worse, 2) == 0.5 and not tiny.named
+    (grew,) = changes([_run(tiny_s=0.10e-3)], [_run(tiny_s=0.14e-3)])[0]
+    assert grew.named  # (40% worse, by over a quarter of its target)
+    assert worse_by(0.0, 0.04, "lower") == float("inf")  # (from nothing: worse, not hidden)

@@ -120,6 +120,8 @@ class Given:
     """The reader's values in the block's text (an LLM's URL), and what stands for them."""
     on_path: bool = False
     """Whether the folder goes on the import path (for modules the prelude writes)."""
+    exits: bool = False
+    """Whether the block ends with ``SystemExit`` (its code in ``_exit``); else exiting fails."""
 
 
 SHOP_STUB = """
@@ -220,6 +222,7 @@ Path("myagent.py").write_text("from examples.shop import agent, make_tools\\n")
     ),
     "Thresholds(min_pass1=0.9": Given(
         _gate_undecided,
+        exits=True,
         prelude="""
 from tests.helpers import replay as _replay
 for _name in ("main", "pr-123"):
@@ -263,6 +266,7 @@ def run_python(block: Block, stack: contextlib.ExitStack) -> None:
             exec(compile(source, str(block), "exec"), names)
         except SystemExit as exc:
             names["_exit"] = exc.code
+    assert given.exits == ("_exit" in names), f"{block}: exit {names.get('_exit')} unexpected"
     given.check(names, printed.getvalue())
 
 

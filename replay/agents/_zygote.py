@@ -203,8 +203,15 @@ class Zygote:
             try:
                 return listener.accept()[0]
             except TimeoutError:
-                if self._process.poll() is not None or time.monotonic() > deadline:
+                if self._process.poll() is not None:  # (it may have said why, and ended)
+                    listener.setblocking(False)
+                    with contextlib.suppress(BlockingIOError):
+                        conn = listener.accept()[0]
+                        conn.setblocking(True)
+                        return conn
                     raise ZygoteFailed("the zygote ended") from None
+                if time.monotonic() > deadline:
+                    raise ZygoteFailed("the zygote did not start in time") from None
 
     def _reply(self, timeout: float) -> dict[str, Any]:
         self._conn.settimeout(timeout)

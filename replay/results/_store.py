@@ -291,21 +291,22 @@ class Store:
         with self._write():
             self.db["runs"].update(name, {"finished": _now()})  # type: ignore[union-attr]
 
-    def trials(self, name: str) -> list[TrialRecord]:
-        """A run's trials, ordered by case and index, each with its grades."""
+    def trials(self, name: str, *, case: str | None = None) -> list[TrialRecord]:
+        """A run's trials (``case``'s alone, if given), by case and index, with their grades."""
         conn, graded = self.db.conn, list(GRADES.columns)
+        only, given = ("AND case_id = ? ", (name, case)) if case is not None else ("", (name,))
         grades: dict[tuple[str, int], list[GradeRecord]] = {}
         for case_id, idx, *values in conn.execute(
-            f"SELECT case_id, idx, {', '.join(graded)} FROM grades WHERE run = ? "
+            f"SELECT case_id, idx, {', '.join(graded)} FROM grades WHERE run = ? {only}"
             "ORDER BY case_id, idx, rowid",
-            (name,),
+            given,
         ):
             grade = GRADES.decode(dict(zip(graded, values, strict=True)))
             grades.setdefault((case_id, idx), []).append(grade)
         columns = list(TRIALS.columns)
         rows = conn.execute(
-            f"SELECT {', '.join(columns)} FROM trials WHERE run = ? ORDER BY case_id, idx",
-            (name,),
+            f"SELECT {', '.join(columns)} FROM trials WHERE run = ? {only}ORDER BY case_id, idx",
+            given,
         )
         out = []
         for values in rows:

@@ -105,7 +105,10 @@ document.addEventListener("click", function (e) {
   apply();
   var go = document.getElementById("side-go");
   if (!go) return;
-  var order = [];  // (picked first is A, the left; a third pick drops the oldest)
+  // (picked first is A, the left; a third pick drops the oldest; boxes a browser kept
+  // ticked across a reload count, in the page's order)
+  var order = Array.from(document.querySelectorAll("#trials input.pick:checked"));
+  go.disabled = order.length !== 2;
   document.getElementById("trials").addEventListener("change", function (e) {
     var box = e.target;
     if (!box.classList.contains("pick")) return;

@@ -70,10 +70,14 @@ def _beside(store: Store, name: str, case: str, row: TrialRecord, trials: list[T
         (t for t in trials if t is not row), key=lambda t: (t.verdict == row.verdict, t.idx)
     )
     here = [(name, t) for t in others[:BESIDE_HERE]]
-    for other in [r for r in reversed(store.runs()) if r != name][:BESIDE_RUNS]:  # newest first
-        theirs = [t for t in store.trials(other) if t.case_id == case]
+    runs = 0
+    for other in (r for r in reversed(store.runs()) if r != name):  # newest first
+        theirs = store.trials(other, case=case)
         same = [t for t in theirs if t.idx == row.idx] or theirs
         here += [(other, same[0])] if same else []
+        runs += bool(same)
+        if runs == BESIDE_RUNS:
+            break
     links = [
         _a(
             _href("side", name, case, row.idx, run, case, t.idx),

@@ -19,12 +19,12 @@ Link = Callable[[TrialRecord], str]
 
 _RANK = {
     Verdict.FAIL: 0,
-    Verdict.ERROR: 1,
-    Verdict.UNSUPPORTED: 2,
+    Verdict.UNSUPPORTED: 1,
+    Verdict.ERROR: 2,
     Verdict.UNKNOWN: 3,
     Verdict.PASS: 4,
 }
-"""A verdict's sort key: the worst first."""
+"""A verdict's sort key, in the order the page shows a case's trials (``_run_page``)."""
 
 _UNKNOWN = -1
 """The sort key of a figure a trial did not report: it sorts before every known one."""
@@ -82,7 +82,8 @@ def trials_table(
             (_known(usage.duration), _num(usage.duration)),
         ]
         if pick:
-            box = f'<input type="checkbox" class="pick" value="{_e(pick(trial))}">'
+            named = _e(pick(trial))
+            box = f'<input type="checkbox" class="pick" autocomplete="off" value="{named}">'
             cells.insert(0, ("", box))
         if page:
             cells.append(("", f'<a class="page" href="{_e(page(trial))}">page</a>'))

@@ -42,8 +42,11 @@ class _Missing(ReplayError):
 
 
 def _href(*segments: object) -> str:
-    """An address from path segments, each percent-encoded whole."""
-    return "/" + "/".join(quote(str(s), safe="") for s in segments)
+    """An address from path segments, each percent-encoded whole (``.`` and ``..`` too)."""
+    return "/" + "/".join(_DOTS.get(str(s)) or quote(str(s), safe="") for s in segments)
+
+
+_DOTS = {".": "%2E", "..": "%2E%2E"}
 
 
 def _a(href: str, text: object, **attrs: str) -> str:

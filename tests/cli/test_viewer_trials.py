@@ -21,6 +21,7 @@ import pytest
 from examples.shop import naive_refund_policy
 from recorder import read_cassette
 from replay import Store, TrialRecord, ViewServer, diff_cassettes, run_html, view
+from replay.graders import Verdict
 from replay.stub_llm import StubLLM
 from tests.cli.test_html import CASE, png_facts
 from tests.cli.test_view import browser_on, href
@@ -171,3 +172,16 @@ def test_filter_sort_and_set_two_trials_side_by_side_in_chromium(
             page.screenshot(path=str(path))
             assert png_facts(path.read_bytes())[2] > 50
         assert errors == [] and blocked == []
+
+
+def test_a_case_named_dot_dot_keeps_its_own_address(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    store.start_run("r", {}, {})
+    for case in ("..", "."):
+        store.add_trial("r", TrialRecord(case_id=case, idx=0, verdict=Verdict.PASS))
+    with view(store.path) as running:
+        page = httpx.get(running.url.rstrip("/") + href("runs", "r")).text
+        for case, encoded in (("..", "%2E%2E"), (".", "%2E")):
+            assert f'href="/runs/r/trials/{encoded}/0"' in page  # (not resolved by a browser)
+            own = httpx.get(f"{running.url.rstrip('/')}/runs/r/trials/{encoded}/0")
+            assert own.status_code == 200 and f"case {case}, trial 0" in own.text

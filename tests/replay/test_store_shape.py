@@ -116,6 +116,10 @@ def test_a_record_comes_back_as_it_went_in(tmp_path: Path) -> None:
     assert (run.name, run.spec, run.pins) == ("r", {"trials": 2}, {"mode": "sandbox"})
     (summary,) = store.run_summaries()
     assert summary.verdicts == {Verdict.ERROR: 1, Verdict.PASS: 1} and summary.mode == "sandbox"
+    other = TrialRecord(case_id="d", idx=0, verdict=Verdict.FAIL)
+    store.add_trial("r", other)
+    assert store.trials("r", case="d") == [other] and store.trials("r", case="c") == [bare, full]
+    assert store.trials("r", case="nowhere") == []
 
 
 def _columns(path: Path) -> dict[str, list[str]]:
