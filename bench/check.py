@@ -5,10 +5,11 @@ made in ``.replay/`` and removed), alternating (old-new, then new-old), ``N`` ro
 (default 2), on this machine; takes each figure's median per side and names every
 figure that got more than 20% worse (a time that grew by a fifth, an efficiency that
 fell by a sixth) by more than a tenth of its target (noise on a figure far under its
-target is not named), with both medians. Exits 1 if any did, 0 if none, 2 if it could
-not compare (``REV`` predates the figures file). ``REV`` defaults to the previous
-commit: ``HEAD`` when the work tree has changes (the change at hand against where it
-started), else ``HEAD~1``.
+target is not named) and in every run (each of the work tree's worse than each of
+``REV``'s: two quick runs of one commit differ by up to 40% here), with both medians.
+Exits 1 if any did, 0 if none, 2 if it could not compare (``REV`` predates the figures
+file). ``REV`` defaults to the previous commit: ``HEAD`` when the work tree has changes
+(the change at hand against where it started), else ``HEAD~1``.
 
 Figures measured on one side only (Ray, Dask, the walls or tau2 missing there) are
 listed, not compared. Noise is the limit: run it on an otherwise quiet machine.
@@ -63,11 +64,13 @@ class Change:
     """0.25: a quarter worse; negative: better."""
     moved: float
     """How far the wrong way, in units of its target."""
+    apart: bool
+    """Whether every run of the new side is worse than every run of the old."""
 
     @property
     def named(self) -> bool:
-        """More than ``WORSE`` worse, by more than ``MOVED`` of its target."""
-        return self.worse > WORSE and self.moved > MOVED
+        """More than ``WORSE`` worse, by more than ``MOVED`` of its target, every run."""
+        return self.worse > WORSE and self.moved > MOVED and self.apart
 
 
 def changes(
@@ -86,8 +89,13 @@ def changes(
         b = statistics.median(run[key]["value"] for run in new if key in run)
         last = next(run[key] for run in new if key in run)
         better, target = last["better"], last["target"]
+        olds = [run[key]["value"] for run in old if key in run]
+        news = [run[key]["value"] for run in new if key in run]
+        apart = min(news) > max(olds) if better == "lower" else max(news) < min(olds)
         found.append(
-            Change(key, last["what"], a, b, worse_by(a, b, better), moved(a, b, target, better))
+            Change(
+                key, last["what"], a, b, worse_by(a, b, better), moved(a, b, target, better), apart
+            )
         )
     return found, sorted(keys_old ^ keys_new)
 

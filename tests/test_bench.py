@@ -68,12 +68,14 @@ def _run(**values: float) -> dict[str, dict[str, object]]:
 def test_the_check_names_a_figure_more_than_a_fifth_worse_by_its_medians() -> None:
     old = [_run(open_s=1.0, efficiency=0.90), _run(open_s=1.1, efficiency=0.92)]
     # (medians: open 1.05 -> 1.30 is 24% worse; efficiency 0.91 -> 0.80 is 14% worse)
-    new = [_run(open_s=1.3, efficiency=0.80), _run(open_s=5.0, efficiency=0.80), _run(open_s=1.2)]
+    new = [_run(open_s=1.3, efficiency=0.80), _run(open_s=5.0, efficiency=0.80), _run(open_s=1.05)]
     found, alone = changes(old, new)
     assert alone == []
     worse = {c.key: round(c.worse, 3) for c in found}
     assert worse == {"open_s": round(1.3 / 1.05 - 1, 3), "efficiency": round(0.91 / 0.8 - 1, 3)}
-    assert [c.key for c in found if c.named] == ["open_s"]
+    assert [c.key for c in found if c.named] == []  # (open: 1.05 as fast as an old run)
+    apart = changes(old, [_run(open_s=1.3), _run(open_s=1.4)])[0]
+    assert [c.key for c in apart if c.named] == ["open_s"]  # (every new run slower)
     assert worse_by(1.0, 0.5, "lower") == -0.5  # (faster: better, never named)
     _, alone = changes([_run(open_s=1.0)], [_run(open_s=1.0, efficiency=0.9)])
     assert alone == ["efficiency"]  # (measured on one side only: listed, not compared)
