@@ -11,15 +11,13 @@ from __future__ import annotations
 from recorder import Cassette, ToolEvent, WorldDelta
 
 from ..results import Store, TrialRecord, diff_cassettes, step_numbers
-from ._html import _badge, _e, _load, _pre, transcript_html
+from ._html import _SIGNS, _badge, _e, _load, _pre, transcript_html
 from ._run_page import cause_html, grades_html
 from ._transcript import delta_lines
 from ._web import Page, _a, _href, _known_run, _Missing, _nav, _ok
 
 _WIDE = "<style>body{max-width:1800px}</style>"
 """Two columns need the width of the window."""
-
-_SIGNS = {"+": "inserted", "-": "deleted", "~": "updated"}
 
 
 def _trials(store: Store, name: str, case: str) -> list[TrialRecord]:
@@ -119,9 +117,12 @@ def trial_page(store: Store, query: dict[str, list[str]], name: str, case: str, 
 
 def _changes(delta: WorldDelta | None) -> str:
     lines = delta_lines(delta or {})
-    return "<br>".join(
-        f'<span class="s-{_SIGNS[sign]}">{_e(sign)} {_e(text)}</span>' for sign, text in lines
-    )
+    return "<br>".join(_signed(sign, text) for sign, text in lines)
+
+
+def _signed(sign: str, text: str) -> str:
+    """A changed row's line, coloured by its change (inserted, deleted, updated)."""
+    return f'<span class="s-{_SIGNS[sign]}">{_e(sign)} {_e(text)}</span>'
 
 
 def _call(pair: tuple[ToolEvent, int] | None) -> list[str]:
@@ -170,10 +171,7 @@ def _states(a: Cassette, b: Cassette) -> str:
     rows = []
     for key in sorted(rows_a.keys() | rows_b.keys()):
         x, y = rows_a.get(key), rows_b.get(key)
-        cells = [
-            f'<span class="s-{_SIGNS[side[0]]}">{_e(side[0])} {_e(side[1])}</span>' if side else "-"
-            for side in (x, y)
-        ]
+        cells = [_signed(*side) if side else "-" for side in (x, y)]
         same = x == y
         rows.append(
             f"<tr{'' if same else ' class=diverge'}><td>{_e(key[1])}</td>"
