@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import random
 import statistics
 import tempfile
@@ -36,6 +35,7 @@ from vcr.util import partition_dict
 
 import recorder
 from recorder import _codec
+from recorder._streams import zstd
 
 from . import _data
 from ._report import mb, median_time, ratio, secs, table, timed
@@ -175,29 +175,18 @@ def _shared_deflate(records: list[bytes], level: int) -> tuple[int, float]:
     return size, time.perf_counter() - t0
 
 
-def _zstd_stream(records: list[bytes]) -> tuple[str, int, float] | None:
-    """A zstd stream flushed after every record, if a zstd binding is importable."""
-    try:
-        zstandard: Any = importlib.import_module("zstandard")
-    except ImportError:
-        zstandard = None
-    if zstandard is not None:
-        t0 = time.perf_counter()
-        co = zstandard.ZstdCompressor(level=3).compressobj()
-        flush = zstandard.COMPRESSOBJ_FLUSH_BLOCK
-        size = sum(len(co.compress(r)) + len(co.flush(flush)) for r in records)
-        size += len(co.flush())
-        return "zstd level 3, one stream, block flush per record", size, time.perf_counter() - t0
-    try:
-        zstd: Any = importlib.import_module("compression.zstd")  # Python 3.14+
-    except ImportError:
-        return None
+def _encoder(records: list[dict[str, Any]], container: int) -> tuple[int, float]:
     t0 = time.perf_counter()
-    comp = zstd.ZstdCompressor(level=3)
-    mode = zstd.ZstdCompressor.FLUSH_BLOCK
-    size = sum(len(comp.compress(r, mode)) for r in records)
-    size += len(comp.flush())
-    return "zstd level 3, one stream, block flush per record", size, time.perf_counter() - t0
+    enc = _codec.Encoder(container)
+    size = len(enc.preamble()) + sum(len(enc.encode(r)) for r in records) + len(enc.finish())
+    return size, time.perf_counter() - t0
+
+
+def _zstd_level(records: list[bytes], level: int) -> tuple[int, float]:
+    t0 = time.perf_counter()
+    comp = zstd.ZstdCompressor(level=level)
+    size = sum(len(comp.compress(r, zstd.ZstdCompressor.FLUSH_BLOCK)) for r in records)
+    return size + len(comp.flush()), time.perf_counter() - t0
 
 
 def encodings(path: Path, notes: list[str]) -> list[Encoding]:
@@ -207,21 +196,17 @@ def encodings(path: Path, notes: list[str]) -> list[Encoding]:
     out = [Encoding("raw msgpack, no compression", sum(map(len, packed)), 0.0)]
     size, took = _per_record(packed, _deflate_alone)
     out.append(Encoding("deflate level 6, each record alone", size, took))
-    t0 = time.perf_counter()
-    enc = _codec.Encoder()
-    size = len(enc.preamble()) + sum(len(enc.encode(r)) for r in records) + len(enc.finish())
-    took = time.perf_counter() - t0
-    out.append(Encoding("deflate level 6, one stream (recorder._codec.Encoder)", size, took))
+    size, took = _encoder(records, _codec.CONTAINER_ZSTD_MSGPACK)
+    out.append(Encoding("zstd level 1, one stream (recorder._codec.Encoder: written)", size, took))
     if size != path.stat().st_size:
         notes.append(f"re-encoding gave {size} bytes, the file has {path.stat().st_size}")
+    size, took = _encoder(records, _codec.CONTAINER_DEFLATE_MSGPACK)
+    out.append(Encoding("deflate level 6, one stream (Encoder(DEFLATE): earlier)", size, took))
     for level in (1, 9):
         size, took = _shared_deflate(packed, level)
         out.append(Encoding(f"deflate level {level}, one stream", size, took))
-    zstd = _zstd_stream(packed)
-    if zstd is None:
-        notes.append("zstd: neither `zstandard` nor `compression.zstd` is importable; not measured")
-    else:
-        out.append(Encoding(*zstd))
+    size, took = _zstd_level(packed, 3)
+    out.append(Encoding("zstd level 3, one stream (no deltas)", size, took))
     return out
 
 
@@ -239,7 +224,7 @@ def window_sensitivity(
     out = []
     for pad_kb in pads_kb:
         pad = " ".join(rng.choices(_data.WORDS, k=pad_kb * 1024 // 7)).encode()
-        enc = _codec.Encoder()
+        enc = _codec.Encoder(_codec.CONTAINER_DEFLATE_MSGPACK)
         raw = shared = alone = 0
         for r in records[:count]:
             body = r["request"]["body"].replace(marker, marker + pad, 1)

@@ -49,7 +49,7 @@ from typing import Any
 
 import msgpack
 
-from recorder import _codec
+from recorder import _codec, _streams
 
 from . import _bombs
 
@@ -176,15 +176,15 @@ def _json_body(g: random.Random, body: bytes) -> bytes:
 def _encode(records: list[dict[str, Any]]) -> bytes:
     """Records as a cassette (checksums valid), encoding what msgpack can of them."""
     out = io.BytesIO()
-    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    stream = _streams.compressor(_codec.CONTAINER_ZSTD_MSGPACK)
     out.write(_codec.PREAMBLE)
     for record in records:
         raw = msgpack.packb(record, use_bin_type=True, strict_types=False)
         for depth in (600, 3000, 20000):
             marker = msgpack.packb(Deep(depth).marker)
             raw = raw.replace(marker, b"\x91" * depth + b"\x01")
-        out.write(deflate.compress(msgpack.packb(zlib.crc32(raw)) + raw))
-    out.write(deflate.flush(zlib.Z_FINISH))
+        out.write(stream.record(msgpack.packb(zlib.crc32(raw)) + raw))
+    out.write(stream.finish())
     return out.getvalue()
 
 

@@ -16,7 +16,9 @@ One place for them, so the reader can refuse what later code cannot take:
   take 4-8x inflated and 10-25x with their request bodies restored; a
   conversation of n calls restores to about 2n times its file (each call
   resends it), so 1000x leaves room for 500-call conversations while a 6.7 KB
-  file can no longer become more than 6.7 MB. The caps bound memory, not only
+  file can no longer become more than 6.7 MB (Zstandard, which recordings
+  write, packs a run of zeros 30,000 to 1 where deflate stops near 1,000: the
+  same limit holds for both; real traffic is nowhere near it). The caps bound memory, not only
   the ratio: the reader inflates and decodes a step at a time and refuses at
   the step that passes a cap, holding the records so far (at most 128 MiB;
   10,000 LLM calls take about 105 MiB) and the record being read, whose bytes

@@ -1,10 +1,10 @@
-"""Cassette bytes: a magic prefix, then msgpack records in one raw-deflate stream.
+"""Cassette bytes: a magic prefix, then msgpack records in one compressed stream.
 
-Layout: ``MAGIC`` (8 bytes), one container byte, then a raw deflate stream
-holding, for each record, its CRC-32 (a msgpack integer) followed by the
-record (a msgpack map); the CRC catches damage deflate itself would not
-(raw deflate has no checksum, and a flipped bit can decode into a different
-but well-formed value).
+Layout: ``MAGIC`` (8 bytes), one container byte naming the compression
+(``_streams``: Zstandard, or raw deflate as earlier versions wrote), then the
+stream holding, for each record, its CRC-32 (a msgpack integer) followed by
+the record (a msgpack map); the CRC catches damage the compression itself
+would not (a flipped bit can decode into a different but well-formed value).
 
 An HTTP request body is stored as ``[prefix, middle, suffix]`` when it shares
 most of its bytes with the previous request's body: ``prefix``/``suffix`` are
@@ -12,7 +12,7 @@ lengths taken from that body. An agent resends its whole conversation on
 every LLM call, so this stores each conversation once instead of once per
 call, and keeps deflate's 32 KB window from being the limit on long
 contexts. Readers get the full body back. After every record the
-compressor is flushed with ``Z_SYNC_FLUSH``, so every complete record is
+compressor is flushed, so every complete record is
 on disk, decodable, the moment ``encode`` returns; a process killed at any
 point leaves a readable prefix. One shared stream (not a stream per record)
 lets later records be compressed against earlier ones: an agent resends its
@@ -29,11 +29,13 @@ from typing import Any
 
 import msgpack
 
-from . import _bounds
+from . import _bounds, _streams
 
 MAGIC = b"\x89ARCAS\r\n"
-CONTAINER_DEFLATE_MSGPACK = 1
-PREAMBLE = MAGIC + bytes([CONTAINER_DEFLATE_MSGPACK])
+CONTAINER_DEFLATE_MSGPACK = _streams.DEFLATE
+CONTAINER_ZSTD_MSGPACK = _streams.ZSTD
+PREAMBLE = MAGIC + bytes([CONTAINER_ZSTD_MSGPACK])
+"""The bytes that start every cassette written now."""
 _DELTA_MIN = 256  # shorter request bodies are always stored whole
 
 
@@ -66,14 +68,14 @@ class DecodeError(Exception):
 class Encoder:
     """Turns records (plain dicts) into bytes to append, one call per record."""
 
-    def __init__(self, level: int = 6) -> None:
-        self._level = level
-        self._deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
+    def __init__(self, container: int = CONTAINER_ZSTD_MSGPACK) -> None:
+        self._container = container
+        self._stream = _streams.compressor(container)
         self._last_body = b""
 
     def preamble(self) -> bytes:
-        """Return the bytes that start every cassette file."""
-        return PREAMBLE
+        """Return the bytes that start the cassette file."""
+        return MAGIC + bytes([self._container])
 
     def encode(self, record: dict[str, Any]) -> bytes:
         """Return the bytes of one record, complete and decodable on their own.
@@ -97,7 +99,7 @@ class Encoder:
             raise ValueError(_too_long(0).replace("record 0 ", "the record ", 1))
         self._last_body = last
         framed = msgpack.packb(zlib.crc32(raw)) + raw
-        return self._deflate.compress(framed) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
+        return self._stream.record(framed)
 
     def _delta_encode(self, record: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """The record to store (its body a delta when that pays) and its whole body."""
@@ -115,16 +117,17 @@ class Encoder:
     def resume(self) -> Encoder:
         """Return an encoder that goes on from the last complete record of this one's stream.
 
-        For a writer whose last bytes did not reach the file: every record ends with
-        ``Z_SYNC_FLUSH`` (the stream byte-aligned, no final block), so a fresh raw
-        deflate stream appended there continues it; it only compresses against what
-        it writes itself.
+        For a writer whose last bytes did not reach the file (``_streams``: each
+        container continues its stream after a flushed record); the body deltas start
+        anew.
         """
-        return Encoder(self._level)
+        encoder = Encoder(self._container)
+        encoder._stream = self._stream.resumed()
+        return encoder
 
     def finish(self) -> bytes:
-        """Return the bytes that end the deflate stream (marks a clean close)."""
-        return self._deflate.flush(zlib.Z_FINISH)
+        """Return the bytes that end the stream (marks a clean close)."""
+        return self._stream.finish()
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +142,6 @@ class Decoded:
 
 STEP = 1 << 20
 """Inflated bytes ``decode`` takes at a time: what it holds beyond its records is this much."""
-_FEED = 1 << 16  # compressed bytes given to the inflater at a time (its unconsumed rest is copied)
 
 
 def decode(data: bytes) -> Decoded:
@@ -158,6 +160,15 @@ def decode(data: bytes) -> Decoded:
     stream = _Records(data, restore=True, step=STEP)
     records = list(stream)
     return Decoded(records=records, tail_bytes=stream.tail_bytes)
+
+
+def decompressed(data: bytes) -> bytes:
+    """Return a cassette's record stream decompressed, as bytes (what a secret would hide in).
+
+    Raises:
+        DecodeError: As ``decode``.
+    """
+    return b"".join(_Records(data, restore=False, step=STEP)._pieces())
 
 
 def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
@@ -202,37 +213,27 @@ class _Records:
     def __init__(self, data: bytes, *, restore: bool, step: int) -> None:
         if not data.startswith(MAGIC):
             raise DecodeError("not a cassette (missing the agent-replay file signature)")
-        if len(data) > len(MAGIC) and data[len(MAGIC)] != CONTAINER_DEFLATE_MSGPACK:
+        container = data[len(MAGIC)] if len(data) > len(MAGIC) else CONTAINER_ZSTD_MSGPACK
+        if container not in (CONTAINER_DEFLATE_MSGPACK, CONTAINER_ZSTD_MSGPACK):
             raise DecodeError(
-                f"unknown container type {data[len(MAGIC)]}; written by a newer agent-replay?"
+                f"unknown container type {container}; written by a newer agent-replay?"
             )
-        self._data, self._restore, self._step = data, restore, step
+        self._data, self._container, self._restore, self._step = data, container, restore, step
         self.limit = _bounds.inflate_limit(len(data))
         self.tail_bytes = 0
 
     def _pieces(self) -> Iterator[bytes]:
-        """The inflated stream, ``step`` bytes at most at a time, refused past the limit."""
-        inflate = zlib.decompressobj(-15)
+        """The decompressed stream, ``step`` bytes at most at a time, refused past the limit."""
+        total = 0
         body = memoryview(self._data)[len(PREAMBLE) :]
-        total, at = 0, 0
-        while at < len(body) and not inflate.eof:
-            rest: bytes | memoryview = body[at : at + _FEED]
-            at += _FEED
-            full = True
-            while rest or full:  # a full piece may leave output inside the inflater
-                try:
-                    piece = inflate.decompress(rest, self._step)
-                except zlib.error as exc:
-                    raise DecodeError(f"damaged compressed data ({exc})") from exc
-                rest, full = inflate.unconsumed_tail, len(piece) == self._step
+        try:
+            for piece in _streams.pieces(self._container, body, self._step):
                 total += len(piece)
                 if total > self.limit:
                     raise DecodeError(_too_big(len(self._data), self.limit))
-                if piece:
-                    yield piece
-        extra = len(inflate.unused_data) + max(len(body) - at, 0)
-        if extra:
-            raise DecodeError(f"{extra} unexpected bytes after the end of the stream")
+                yield piece
+        except _streams.StreamError as exc:
+            raise DecodeError(str(exc)) from exc
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         # msgpack's buffer holds the bytes of the record being read, which are checked to
@@ -322,14 +323,11 @@ def _check_encoded(record: dict[str, Any], index: int) -> None:
     response = record.get("response")
     if not isinstance(response, dict) or not isinstance(response.get("headers"), list):
         return
-    encoding = next(
-        (
-            h[1]
-            for h in response["headers"]
-            if isinstance(h, (list, tuple)) and len(h) == 2 and h[0] == "content-encoding"
-        ),
-        None,
-    )
+    encoding = None
+    for h in response["headers"]:  # a plain loop: this runs for every record read and written
+        if type(h) in (list, tuple) and len(h) == 2 and h[0] == "content-encoding":
+            encoding = h[1]
+            break
     chunks = response.get("chunks")
     if not isinstance(encoding, str) or not isinstance(chunks, list):
         return

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
-import zlib
 from pathlib import Path
 
 from click.testing import CliRunner
 
-from recorder._codec import PREAMBLE
+from recorder import _codec
 from replay._cli.main import cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,8 +22,7 @@ def documentation() -> str:
 
 def decompressed(path: Path) -> bytes:
     """Return a cassette's record stream, decompressed (what a secret would hide in)."""
-    data = path.read_bytes()
-    return zlib.decompressobj(-15).decompress(data[len(PREAMBLE) :])
+    return _codec.decompressed(path.read_bytes())
 
 
 def shop_world(directory: Path) -> sqlite3.Connection:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -220,12 +221,14 @@ def test_damage_is_refused_never_misread(tmp_path: Path) -> None:
 
 
 def test_a_long_record_cut_short_is_a_truncation(tmp_path: Path) -> None:
+    # distinct chunks: the record stays long once compressed, so every cut is inside it
+    chunks = [f"data: {sha256(str(i).encode()).hexdigest()}\n\n".encode() for i in range(3000)]
     event = HttpEvent(
         t=0,
         duration=0,
         via="httpx",
         request=HttpRequest(method="POST", url="http://x/v1/chat/completions", headers=[]),
-        response=HttpResponse(status=200, headers=[], chunks=[b"data: {}\n\n"] * 3000),
+        response=HttpResponse(status=200, headers=[], chunks=chunks),
     )
     path = tmp_path / "long.cassette"
     write(path, [event], footer=None)

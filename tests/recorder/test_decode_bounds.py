@@ -1,7 +1,8 @@
 """Decoding is streamed: a cassette bomb is refused at the step passing a cap, in bounded memory.
 
 The bombs are ``bench._bombs``' (valid cassettes, checksums right, that inflate about 1000
-times). Memory is what ``tracemalloc`` sees the decoder allocate at its peak, never a clock.
+times in deflate, far more in zstd), in both containers a reader takes. Memory is what
+``tracemalloc`` sees the decoder allocate at its peak, never a clock.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ from tests.helpers import REPO, replay
 
 MIB = 1 << 20
 COMMITTED = sorted((REPO / "cassettes").rglob("*.cassette"))
+CONTAINERS = pytest.mark.parametrize(
+    "container",
+    [_codec.CONTAINER_ZSTD_MSGPACK, _codec.CONTAINER_DEFLATE_MSGPACK],
+    ids=["zstd", "deflate"],
+)
 
 
 def peak_mib(work: Callable[[], object]) -> float:
@@ -31,43 +37,62 @@ def peak_mib(work: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
-def test_a_bomb_is_one_error_line_naming_the_bound(tmp_path: Path) -> None:
+@CONTAINERS
+def test_a_bomb_is_one_error_line_naming_the_bound(tmp_path: Path, container: int) -> None:
     one = tmp_path / "one.cassette"
-    one.write_bytes(_bombs.one_value(64 * MIB))  # 64 MiB of zeros in a 64 KB file
+    one.write_bytes(_bombs.one_value(64 * MIB, container))  # 64 MiB of zeros, <= 64 KB
     code, out, err = replay("show", str(one))
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
-    assert lines == [f"error: {one}: record 1 is longer than 32 MiB, the most one record may take"]
+    if container == _codec.CONTAINER_DEFLATE_MSGPACK:  # ~1,000x: the record cap comes first
+        bound = "record 1 is longer than 32 MiB, the most one record may take"
+    else:  # zstd packs zeros ~30,000x: the file's own limit comes first
+        size = one.stat().st_size
+        bound = f"decompresses to more than {size * 1000:,} bytes, the limit for a {size:,}-byte"
+        bound += " file (1000x its size, at most 128 MiB)"
+    assert lines == [f"error: {one}: {bound}"]
     many = tmp_path / "many.cassette"
-    many.write_bytes(_bombs.many_records(160, MIB))
+    many.write_bytes(_bombs.many_records(160, MIB, container))
     with pytest.raises(CassetteCorrupt, match=r"decompresses to more than .* at most 128 MiB\)"):
         read_cassette(many)
 
 
-def test_refusing_holds_no_more_than_the_caps(monkeypatch: pytest.MonkeyPatch) -> None:
+@CONTAINERS
+def test_refusing_holds_no_more_than_the_caps(
+    monkeypatch: pytest.MonkeyPatch, container: int
+) -> None:
     # Small caps, so the bound is tight: the old decoder inflated up to the limit
     # whole, then copied it into msgpack's buffer, then built the records (3x it).
     monkeypatch.setattr(_bounds, "INFLATE_CAP", 8 * MIB)
     monkeypatch.setattr(_bounds, "RECORD_CAP", 2 * MIB)
-    many = _bombs.many_records(64, MIB)  # 64 MiB in about 70 KB: the cap is 8 MiB
+    many = _bombs.many_records(64, MIB, container)  # 64 MiB in <= 70 KB: the cap is 8 MiB
     assert peak_mib(lambda: _codec.decode(many)) < 8 + 2 * 2 + 1.5
-    one = _bombs.one_value(64 * MIB)
+    one = _bombs.one_value(64 * MIB, container)
     assert peak_mib(lambda: _codec.decode(one)) < 2 * 2 + 1.5
 
 
-def test_at_the_real_caps_a_refused_bomb_stays_under_256_mb() -> None:
-    many = _bombs.many_records(8, 31 * MIB)  # every record just under the record cap
+@CONTAINERS
+def test_at_the_real_caps_a_refused_bomb_stays_under_256_mb(container: int) -> None:
+    many = _bombs.many_records(8, 31 * MIB, container)  # each just under the record cap
     assert peak_mib(lambda: _codec.decode(many)) < 128 + 2 * 32 + 2  # 194 MiB = 203 MB
-    delta = _bombs.delta_bodies(300, 16 * MIB)  # bodies restored from a 16 MiB one
+    delta = _bombs.delta_bodies(300, 16 * MIB, container)  # restored from a 16 MiB one
     assert peak_mib(lambda: _codec.decode(delta)) < 128 + 2 * 16 + 2
+
+
+def _rewritten(data: bytes, container: int) -> bytes:
+    """The same records in ``container`` (the committed cassettes were written in deflate)."""
+    records = _codec.decode(data).records
+    encoder = _codec.Encoder(container)
+    return encoder.preamble() + b"".join(map(encoder.encode, records)) + encoder.finish()
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(REPO)))
 @pytest.mark.parametrize("step", [1, 7, 4096])
+@CONTAINERS
 def test_any_step_reads_the_same_records_and_cut_tails(
-    monkeypatch: pytest.MonkeyPatch, path: Path, step: int
+    monkeypatch: pytest.MonkeyPatch, path: Path, step: int, container: int
 ) -> None:
-    data = path.read_bytes()
+    data = _rewritten(path.read_bytes(), container)
     cuts = range(len(_codec.MAGIC), len(data) + 1, max(1, len(data) // 40))
     whole = [_codec.decode(data[:cut]) for cut in cuts]
     monkeypatch.setattr(_codec, "STEP", step)

@@ -25,7 +25,12 @@ import pytest
 import recorder._writer
 from examples.shop import INSTRUCTION, make_tools, open_world, refund_policy, run_agent
 from recorder import Recording, RecordingFailed, read_cassette, record, tool
-from recorder._codec import Encoder, decode
+from recorder._codec import (
+    CONTAINER_DEFLATE_MSGPACK,
+    CONTAINER_ZSTD_MSGPACK,
+    Encoder,
+    decode,
+)
 from replay import Store, cassette_html
 from replay.stub_llm import ChatRequest, Reply, StubLLM
 from tests.helpers import REPO, replay
@@ -257,7 +262,8 @@ def test_the_one_warning_is_in_the_run_output_without_logging_set_up(tmp_path: P
     assert "recording stopped at" in line and "could not write tool key" in line
 
 
-def test_a_stream_goes_on_after_a_record_that_never_reached_the_file() -> None:
+@pytest.mark.parametrize("container", [CONTAINER_ZSTD_MSGPACK, CONTAINER_DEFLATE_MSGPACK])
+def test_a_stream_goes_on_after_a_record_that_never_reached_the_file(container: int) -> None:
     """What the writer relies on when it takes a record back: a resumed encoder's bytes,
     appended after the last complete record, decode; so does a request body after a record
     msgpack refused (its body is no base for the next one's delta)."""
@@ -265,7 +271,7 @@ def test_a_stream_goes_on_after_a_record_that_never_reached_the_file() -> None:
     def http(body: bytes, **more: Any) -> dict[str, Any]:
         return {"kind": "http", "request": {"method": "POST", "url": "u", "body": body}, **more}
 
-    encoder = Encoder()
+    encoder = Encoder(container)
     data = encoder.preamble() + encoder.encode({"kind": "a"}) + encoder.encode(http(b"a" * 2000))
     encoder.encode({"kind": "lost"})  # its bytes never reached the file
     encoder = encoder.resume()

@@ -13,7 +13,6 @@ import http.server
 import json
 import threading
 import uuid
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qsl
@@ -22,8 +21,7 @@ import httpx
 import pytest
 import requests
 
-from recorder import PLACEHOLDER, HttpEvent, playback, read_cassette, record, secret_named
-from recorder._codec import PREAMBLE
+from recorder import PLACEHOLDER, HttpEvent, _codec, playback, read_cassette, record, secret_named
 
 
 def secret(name: str) -> str:
@@ -33,7 +31,7 @@ def secret(name: str) -> str:
 def everything(path: Path) -> bytes:
     """Every byte of a cassette a reader could get at, bodies too."""
     data = path.read_bytes()
-    out = [data, zlib.decompressobj(-15).decompress(data[len(PREAMBLE) :])]
+    out = [data, _codec.decompressed(data)]
     for event in read_cassette(path).events:
         if isinstance(event, HttpEvent) and event.response is not None:
             out.append(b"".join(event.response.chunks))
