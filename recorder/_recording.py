@@ -341,7 +341,7 @@ class Recording(Tape):
             req = red.redact_request(request, seen)
             response = None
             if head is not None:
-                headers = [(k, seen.scrub(v)) for k, v in red.redact_headers(head[1], seen)]
+                headers = seen.scrub_pairs(red.redact_headers(head[1], seen))
                 encoding = next((v for k, v in headers if k == "content-encoding"), "")
                 body = red.redact_response_body(list(chunks), encoding, seen)
                 response = HttpResponse(

@@ -170,7 +170,7 @@ class Redaction:
         return HttpRequest(
             method=request.method,
             url=seen.scrub(url),
-            headers=[(k, seen.scrub(v)) for k, v in headers],
+            headers=seen.scrub_pairs(headers),
             body=seen.scrub_bytes(body),
         )
 

@@ -19,6 +19,8 @@ PLACEHOLDER = "[REDACTED]"
 MIN_SECRET = 8
 """Shorter secrets are replaced where they stand but not searched for in free text."""
 _PLACEHOLDER_BYTES = PLACEHOLDER.encode()
+_UNCHANGED = re.compile(r"[A-Za-z0-9_.~-]*")
+"""What JSON strings and URL encoding (``quote``, ``quote_plus``) leave as it is."""
 
 
 class Secrets:
@@ -44,8 +46,9 @@ class Secrets:
         self._values: set[str] = set()
         self._given: set[str] = set()
         """Every value ``add`` was given: one given again (each request's key) adds nothing."""
-        self._text: _Index[str] = _Index(_TEXT_BLOCKS)
-        self._bytes: _Index[bytes] = _Index(_BYTE_BLOCKS)
+        self._index: _Index[str] = _Index(_TEXT_BLOCKS)
+        """Each secret as text and as its UTF-8 bytes read as Latin-1 (``_as_bytes``): the
+        two are one entry for an ASCII secret, so bytes are searched as Latin-1 text."""
         for value in values:
             self.add(value)
 
@@ -69,6 +72,8 @@ class Secrets:
         parts = value.split()
         candidates = [value, parts[1]] if len(parts) == 2 else [value]
         for plain in list(candidates):  # as it appears inside JSON text and URL-encoded
+            if _UNCHANGED.fullmatch(plain):  # (most tokens: both leave them as they are)
+                continue
             candidates += [json.dumps(plain)[1:-1], json.dumps(plain, ensure_ascii=False)[1:-1]]
             candidates += [quote(plain, safe=""), quote_plus(plain)]
         with self._lock:
@@ -76,9 +81,11 @@ class Secrets:
             for part in dict.fromkeys(candidates):
                 if len(part) >= MIN_SECRET and part != PLACEHOLDER and part not in self._values:
                     self._values.add(part)
-                    self._text.add(part)
+                    self._index.add(part)
                     with contextlib.suppress(UnicodeEncodeError):  # a lone surrogate: no
-                        self._bytes.add(part.encode())  # UTF-8 bytes can hold it
+                        view = part.encode().decode("latin-1")  # UTF-8 bytes can hold it
+                        if view != part:
+                            self._index.add(view)
 
     def add_header(self, name: str, value: str) -> None:
         """Remember the credentials a header named like a secret carries.
@@ -107,18 +114,27 @@ class Secrets:
     def _pattern(self, text: str) -> re.Pattern[str] | None:
         """The alternation of the secrets ``text`` holds, or None if it holds none."""
         with self._lock:
-            found = self._text.found_in(text)
+            found = self._index.found_in(text)
         return _text_alternation(found) if found else None
 
     def _byte_pattern(self, data: bytes) -> re.Pattern[bytes] | None:
         with self._lock:
-            found = self._bytes.found_in(data)
-        return _byte_alternation(found) if found else None
+            found = self._index.found_in(data.decode("latin-1"))
+        return _byte_alternation(frozenset(map(_as_bytes, found))) if found else None
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every remembered secret replaced."""
         pattern = self._pattern(text)
         return pattern.sub(PLACEHOLDER, text) if pattern is not None else text
+
+    def scrub_pairs(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Return (name, value) pairs (headers) with every remembered secret replaced in values.
+
+        One look over all the values joined (most hold none), rather than one per value.
+        """
+        if not self._values or not pairs or self._pattern("\n".join(v for _, v in pairs)) is None:
+            return pairs
+        return [(k, self.scrub(v)) for k, v in pairs]
 
     def scrub_bytes(self, data: bytes) -> bytes:
         """Return ``data`` with every remembered secret replaced (an echoed key, say)."""
@@ -219,7 +235,6 @@ class _Index(Generic[AnyStr]):
 
 _WIDTHS = (4, 8, 16, 32)
 _TEXT_BLOCKS = {k: re.compile(f".{{{k}}}", re.S) for k in _WIDTHS}
-_BYTE_BLOCKS = {k: re.compile(f".{{{k}}}".encode(), re.S) for k in _WIDTHS}
 
 
 def _width(length: int) -> int:
@@ -231,6 +246,16 @@ def _width(length: int) -> int:
 def _text_alternation(values: frozenset[str]) -> re.Pattern[str]:
     """One pattern for ``values``, the longest first: where two start, the longer is replaced."""
     return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+
+
+def _as_bytes(found: str) -> bytes:
+    """The bytes a secret found in Latin-1-read bytes stands for (one per character).
+
+    A text secret whose characters all fit in Latin-1 but not ASCII is found this way
+    too, as those single bytes: replaced where they stand, which at worst replaces
+    bytes that were never its UTF-8.
+    """
+    return found.encode("latin-1")
 
 
 @lru_cache(maxsize=256)

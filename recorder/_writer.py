@@ -64,6 +64,8 @@ class CassetteWriter:
         """Bytes in the file, up to the end of its last complete record."""
         self._kept = 0
         """Bytes allocated past the end by ``keep_room`` (to give back at close)."""
+        self._kept_at = 0
+        """The file's size when that room was last kept."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if overwrite else os.O_EXCL)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -116,7 +118,9 @@ class CassetteWriter:
         """Keep ``ROOM`` bytes allocated past the end where it can; check the disk is not full.
 
         Called after each record, so a disk that fills shows at the next record, while
-        there is still room for a footer, rather than in the middle of one.
+        there is still room for a footer, rather than in the middle of one. The room is
+        kept again once a quarter of it has been written over (at least 12 KB stay
+        allocated: a footer takes about 1 KB); the disk is looked at after every record.
 
         Raises:
             NoRoom: The disk is full (every record so far is written).
@@ -124,9 +128,10 @@ class CassetteWriter:
         with self._lock:
             if self._fd is None:
                 return
-            if _FALLOCATE is not None and self._kept >= 0:
+            kept = self._kept > 0 and self._size - self._kept_at < ROOM // 4
+            if _FALLOCATE is not None and self._kept >= 0 and not kept:
                 if _FALLOCATE(self._fd, _KEEP_SIZE, self._size, ROOM) == 0:
-                    self._kept = ROOM
+                    self._kept, self._kept_at = ROOM, self._size
                 else:
                     code = ctypes.get_errno()
                     if code in (errno.ENOSPC, errno.EDQUOT):
