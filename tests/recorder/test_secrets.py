@@ -26,6 +26,7 @@ from recorder import (
     HttpEvent,
     HttpRequest,
     Redaction,
+    Secrets,
     ToolEvent,
     llm_call,
     playback,
@@ -255,3 +256,19 @@ def test_a_tool_result_that_cannot_be_recorded_stops_the_recording_not_the_agent
     footer = read_cassette(cassette_path).footer
     assert footer is not None and footer.stopped is not None
     assert footer.stopped.lost == "tool nested"
+
+
+def test_secrets_beyond_ascii_are_scrubbed_from_text_bytes_and_split_chunks() -> None:
+    # Bytes are searched as Latin-1 text, in the index that holds the text: each secret's
+    # UTF-8 bytes, read as Latin-1, are filed beside it.
+    keys = ["geheimnis-schlüssel-42", "ключ-доступа-7", "plain-ascii-token-99"]
+    seen = Secrets(keys)
+    for key in keys:
+        text = f"before {key} after"
+        assert seen.scrub(text) == f"before {PLACEHOLDER} after"
+        data = text.encode()
+        assert seen.scrub_bytes(data) == f"before {PLACEHOLDER} after".encode()
+        cut = data.index(key.encode()) + 5  # inside the key, inside a character for some
+        chunks = seen.scrub_chunks([data[:cut], data[cut:]])
+        assert b"".join(chunks) == f"before {PLACEHOLDER} after".encode() and len(chunks) == 2
+    assert seen.scrub_bytes("schlüssel alone".encode()) == "schlüssel alone".encode()
