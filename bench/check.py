@@ -1,7 +1,10 @@
 """``python -m bench.check [--against REV] [--rounds N]`` (``make bench-check``): did it get slower?
 
-Runs ``python -m bench --quick`` on this work tree and on ``REV`` (a git worktree of it,
-made in ``.replay/`` and removed), alternating (old-new, then new-old), ``N`` rounds each
+Runs ``python -m bench --quick`` on this work tree and on ``REV``, each from a fresh git
+worktree made in ``.replay/`` and removed (the work tree's as a commit of every file git
+would add, untracked ones too, made without touching the index: the same fresh folder
+on both sides, no ``__pycache__`` or ``node_modules`` on one only), alternating
+(old-new, then new-old), ``N`` rounds each
 (default 2), on this machine; takes each figure's median per side and names every
 figure that got more than 20% worse (a time that grew by a fifth, an efficiency that
 fell by a sixth) by more than a tenth of its target (noise on a figure far under its
@@ -117,10 +120,23 @@ def _quick(tree: Path, out: Path) -> dict[str, Any] | None:
     return figures
 
 
-def _git(*args: str) -> str:
+def _git(*args: str, env: Mapping[str, str] | None = None, repo: Path = REPO) -> str:
     return subprocess.run(
-        ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, env=env
     ).stdout.strip()
+
+
+def snapshot(index: Path, repo: Path = REPO) -> str:
+    """A commit of the work tree as it is (untracked files too), made with its own index.
+
+    Neither the work tree nor its index changes; the commit is on no branch.
+    """
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    _git("read-tree", "HEAD", env=env, repo=repo)
+    _git("add", "--all", env=env, repo=repo)
+    tree = _git("write-tree", env=env, repo=repo)
+    message = "bench.check: the work tree"
+    return _git("commit-tree", tree, "-p", "HEAD", "-m", message, env=env, repo=repo)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,9 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     # Beside the work tree, in the same filesystem, out of git's sight (not under /tmp:
     # a walled agent's working directory there is the sandbox's private one).
     with tempfile.TemporaryDirectory(prefix="bench-check-", dir=REPO / ".replay") as tmp:
-        old_tree = Path(tmp) / "old"
+        old_tree, new_tree = Path(tmp) / "old", Path(tmp) / "new"
         _git("worktree", "add", "--detach", str(old_tree), commit)
-        sides = [("old", old_tree, old_runs), ("new", REPO, new_runs)]
+        _git("worktree", "add", "--detach", str(new_tree), snapshot(Path(tmp) / "index"))
+        sides = [("old", old_tree, old_runs), ("new", new_tree, new_runs)]
         try:
             for n in range(args.rounds):
                 for side, tree, runs in sides if n % 2 == 0 else sides[::-1]:  # (ABBA...)
@@ -157,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                     if found is not None:
                         runs.append(found)
         finally:
-            with contextlib.suppress(subprocess.CalledProcessError):
-                _git("worktree", "remove", "--force", str(old_tree))
+            for tree in (old_tree, new_tree):
+                with contextlib.suppress(subprocess.CalledProcessError):
+                    _git("worktree", "remove", "--force", str(tree))
     if not new_runs:
         print("cannot compare: this work tree's bench failed")
         return 2

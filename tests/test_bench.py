@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.check import changes, worse_by
+from bench.check import changes, snapshot, worse_by
 from bench.targets import Figure
 from tests.helpers import HANG_GUARD_S, REPO
 
@@ -85,3 +85,26 @@ def test_the_check_names_a_figure_more_than_a_fifth_worse_by_its_medians() -> No
     (grew,) = changes([_run(tiny_s=0.10e-3)], [_run(tiny_s=0.14e-3)])[0]
     assert grew.named  # (40% worse, by over a quarter of its target)
     assert worse_by(0.0, 0.04, "lower") == float("inf")  # (from nothing: worse, not hidden)
+
+
+def test_the_check_benches_the_work_tree_as_it_is_without_touching_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=repo, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+
+    git("init", "-q")
+    (repo / "kept.py").write_text("old\n")
+    git("add", "kept.py")
+    git("commit", "-q", "-m", "first")
+    (repo / "kept.py").write_text("changed\n")
+    (repo / "new.py").write_text("untracked\n")
+    before = git("status", "--porcelain")
+    commit = snapshot(tmp_path / "index", repo)
+    assert git("show", f"{commit}:kept.py") == "changed\n"
+    assert git("show", f"{commit}:new.py") == "untracked\n"
+    assert git("status", "--porcelain") == before  # nothing staged, nothing moved
