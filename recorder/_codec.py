@@ -324,10 +324,13 @@ def _check_encoded(record: dict[str, Any], index: int) -> None:
     if not isinstance(response, dict) or not isinstance(response.get("headers"), list):
         return
     encoding = None
-    for h in response["headers"]:  # a plain loop: this runs for every record read and written
-        if type(h) in (list, tuple) and len(h) == 2 and h[0] == "content-encoding":
-            encoding = h[1]
-            break
+    try:  # a plain loop: this runs for every record read and written
+        for h in response["headers"]:
+            if h[0] == "content-encoding":
+                encoding = h[1]
+                break
+    except (TypeError, LookupError):
+        return  # not (name, value) pairs: the schema refuses the record
     chunks = response.get("chunks")
     if not isinstance(encoding, str) or not isinstance(chunks, list):
         return
