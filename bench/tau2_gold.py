@@ -67,6 +67,7 @@ def available() -> bool:
 
 def run(quick: bool = False) -> Result:
     """Time both gold passes over the airline tasks with gold actions."""
+    from recorder import patched
     from replay import tau2
     from replay.cases._case import load_case
     from replay.graders import Verdict
@@ -81,9 +82,10 @@ def run(quick: bool = False) -> Result:
         gold = [p for p in imported.cases if p.stem in tasks]  # (not the unchanged-world ones)
         paths = gold[:QUICK_TASKS] if quick else gold
         ours_passed = 0
-        for path in paths:
-            result = check_case(load_case(path), tau2.airline_tools)
-            ours_passed += result is not None and result.outcome.verdict is Verdict.PASS
+        with patched():  # (as `replay check-cases` does)
+            for path in paths:
+                result = check_case(load_case(path), tau2.airline_tools)
+                ours_passed += result is not None and result.outcome.verdict is Verdict.PASS
         ours_s = time.perf_counter() - t0
     chosen = [tasks[p.stem] for p in paths]
     t0 = time.perf_counter()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from recorder import ConfigError
+from recorder import ConfigError, patched
 from replay import ExitCode, check_case, load_callable, load_case
 from replay.graders import Verdict, resolve
 
@@ -40,17 +40,18 @@ def check_cases(cases: tuple[Path, ...], tools: str) -> None:
             resolve(case.grader_uses, strict=True)
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
-    for case in loaded:
-        result = check_case(case, factory)
-        if result is None:
-            click.echo(f"{printable(case.id)}: no reference solution")
-            continue
-        results.append(result)
-        verdict = result.outcome.verdict
-        click.echo(f"{printable(case.id)}: {verdict.value}")
-        if verdict is not Verdict.PASS:
-            for line in result.outcome.evidence:
-                click.echo(f"  {printable(line, lines=True)}")
+    with patched():  # (the interceptors patched in once for all the cases)
+        for case in loaded:
+            result = check_case(case, factory)
+            if result is None:
+                click.echo(f"{printable(case.id)}: no reference solution")
+                continue
+            results.append(result)
+            verdict = result.outcome.verdict
+            click.echo(f"{printable(case.id)}: {verdict.value}")
+            if verdict is not Verdict.PASS:
+                for line in result.outcome.evidence:
+                    click.echo(f"  {printable(line, lines=True)}")
     codes = [ExitCode.of_results([r], grader_errors_fail=True) for r in results]
     if ExitCode.FAILED in codes:
         click.echo(f"{codes.count(ExitCode.FAILED)} case(s) fail their own reference solution")

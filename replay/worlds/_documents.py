@@ -31,6 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ._models import MODELS
+
 KEY = "id"
 JSON_TYPE = "JSON TEXT"
 """Declared type of a column holding nested values (TEXT affinity: stored as written)."""
@@ -141,6 +143,41 @@ def _fingerprint(record: Any) -> str:
     return json.dumps(record, sort_keys=True, default=str)
 
 
+class _Loaded:
+    """A record's fields as stored, decoded when first asked for.
+
+    Only a flush that found the record changed asks: one only read is never decoded
+    when its model is kept (``_models``).
+    """
+
+    __slots__ = ("_fields", "_kinds", "_names", "_values")
+
+    def __init__(
+        self, kinds: Mapping[str, str], names: tuple[str, ...], values: tuple[Any, ...]
+    ) -> None:
+        self._kinds, self._names, self._values = kinds, names, values
+        self._fields: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, fields: dict[str, Any]) -> _Loaded:
+        """Fields already decoded (as a flush wrote them)."""
+        loaded = cls({}, (), ())
+        loaded._fields = fields
+        return loaded
+
+    def stored(self) -> tuple[Any, ...]:
+        """What decoding depends on: the columns, their declared types, the stored values."""
+        return self._names, tuple(self._kinds.get(n, "") for n in self._names), self._values
+
+    def fields(self) -> dict[str, Any]:
+        """The fields, decoded (without the id)."""
+        if self._fields is None:
+            row = decode_row(self._kinds, dict(zip(self._names, self._values, strict=True)))
+            row.pop(KEY)
+            self._fields = row
+        return self._fields
+
+
 class Collection(MutableMapping[str, Any]):
     """One collection of a ``Documents``: records by id, loaded when first read."""
 
@@ -149,7 +186,7 @@ class Collection(MutableMapping[str, Any]):
         self._kinds = column_kinds(docs.conn, name)
         if KEY not in self._kinds:
             raise LookupError(f"table {name!r} is not a collection (it has no {KEY!r} column)")
-        self._loaded: dict[str, tuple[Any, dict[str, Any] | None]] = {}
+        self._loaded: dict[str, tuple[Any, _Loaded | None]] = {}
         """key -> (the object handed out, its fields as loaded; None when added here)."""
         self._texts: dict[str, str] = {}
         """key -> the loaded fields as canonical JSON, to tell a changed record cheaply."""
@@ -157,17 +194,15 @@ class Collection(MutableMapping[str, Any]):
         """Keys handed out or set since the last flush: the only records it must check."""
         self._deleted: set[str] = set()
 
-    def _row(self, key: str) -> dict[str, Any] | None:
+    def _row(self, key: str) -> _Loaded | None:
         cursor = self._docs.conn.execute(
             f"SELECT * FROM {_q(self.name)} WHERE {_q(KEY)} = ?", (key,)
         )
         found = cursor.fetchone()
         if found is None:
             return None
-        names = [d[0] for d in cursor.description]
-        row = decode_row(self._kinds, dict(zip(names, found, strict=True)))
-        row.pop(KEY)
-        return row
+        names = tuple(d[0] for d in cursor.description)
+        return _Loaded(self._kinds, names, found)
 
     def __getitem__(self, key: str) -> Any:
         if key in self._deleted:
@@ -178,9 +213,15 @@ class Collection(MutableMapping[str, Any]):
         row = self._row(key)
         if row is None:
             raise KeyError(key)
-        obj = self._model.model_validate(row) if self._model is not None else dict(row)
+        obj: Any
+        if self._model is not None:  # validated once per content (``_models``)
+            stored = (self.name, *row.stored())
+            obj, text = MODELS.load(self._model, stored, row.fields, _fingerprint)
+        else:
+            obj = dict(row.fields())
+            text = _fingerprint(obj)
         self._loaded[key] = (obj, row)
-        self._texts[key] = _fingerprint(obj)
+        self._texts[key] = text
         self._touched.add(key)
         return obj
 
@@ -241,9 +282,10 @@ class Collection(MutableMapping[str, Any]):
             if loaded is None:
                 self._insert(key, fields)
             else:
-                gone = {f: None for f in loaded.keys() - fields.keys()}  # deleted fields read None
+                before = loaded.fields()
+                gone = {f: None for f in before.keys() - fields.keys()}  # deleted fields read None
                 changed = {
-                    f: v for f, v in {**fields, **gone}.items() if not _same(v, loaded.get(f))
+                    f: v for f, v in {**fields, **gone}.items() if not _same(v, before.get(f))
                 }
                 if changed:
                     sets = ", ".join(f"{_q(f)} = ?" for f in changed)
@@ -251,7 +293,7 @@ class Collection(MutableMapping[str, Any]):
                         f"UPDATE {_q(self.name)} SET {sets} WHERE {_q(KEY)} = ?",
                         (*(encode(self._kinds[f], v) for f, v in changed.items()), key),
                     )
-            self._loaded[key] = (obj, fields)
+            self._loaded[key] = (obj, _Loaded.of(fields))
             self._texts[key] = text
         for key in self._deleted:
             conn.execute(f"DELETE FROM {_q(self.name)} WHERE {_q(KEY)} = ?", (key,))

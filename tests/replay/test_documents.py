@@ -231,3 +231,52 @@ def test_multisets_pair_items_within_the_tolerance(fixture: Fixture, tmp_path: P
         load_case(case_file), agent, tools, tmp_path / "t", llm_base_url="http://127.0.0.1:9/v1"
     )
     assert trial.outcome.verdict is Verdict.PASS, trial.outcome.evidence
+
+
+def test_each_read_gets_its_own_model_validated_once_per_content(fixture: Fixture) -> None:
+    # A record's model is kept per content (replay.worlds._models) for the next world that
+    # reads it: each read must still get an object of its own, and a change is its own.
+    validated: list[str] = []
+
+    class Counted(User):
+        def model_post_init(self, context: Any) -> None:
+            validated.append(self.membership)
+
+    first, second = fixture.open(), fixture.open()
+    mine = Documents(first.conn, {"users": Counted}).users["mia_li_3668"]
+    theirs = Documents(second.conn, {"users": Counted}).users["mia_li_3668"]
+    assert mine == theirs and mine is not theirs
+    mine.reservations.append("R3")
+    mine.name["first"] = "Mi"
+    assert theirs.reservations == ["R1", "R2"] and theirs.name["first"] == "Mia"
+    # (a class made in a function cannot be pickled: validated at each read, as before)
+    assert validated == ["gold", "gold"]
+
+    docs = Documents(first.conn, {"users": User})
+    user = docs.users["mia_li_3668"]
+    user.membership = "platinum"
+    docs.flush()
+    again = Documents(first.conn, {"users": User}).users["mia_li_3668"]
+    assert again.membership == "platinum" and again is not user  # new content: validated anew
+    first.reset()
+    assert Documents(first.conn, {"users": User}).users["mia_li_3668"].membership == "gold"
+
+
+KEPT_VALIDATED: list[str] = []
+
+
+class Kept(User):
+    def model_post_init(self, context: Any) -> None:
+        KEPT_VALIDATED.append(self.membership)
+
+
+def test_a_kept_model_is_handed_out_as_a_fresh_copy_each_read(fixture: Fixture) -> None:
+    world = fixture.open()
+    reads = [Documents(world.conn, {"users": Kept}).users["noah_park_1"] for _ in range(3)]
+    assert KEPT_VALIDATED == ["silver"]  # validated once; the other reads are copies of it
+    assert reads[0] == reads[1] == reads[2]
+    assert len({id(r) for r in reads}) == 3 and len({id(r.name) for r in reads}) == 3
+    reads[0].name["first"] = "Changed"
+    docs = Documents(world.conn, {"users": Kept})
+    assert docs.users["noah_park_1"].name["first"] == "Noah"
+    assert docs.users["noah_park_1"].model_fields_set == reads[1].model_fields_set
