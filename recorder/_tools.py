@@ -160,6 +160,11 @@ class Tool(Generic[P, R]):
         self._var_keyword = next(
             (p.name for p in self._sig.parameters.values() if p.kind is p.VAR_KEYWORD), None
         )
+        self._keywords_only = [p.kind for p in self._sig.parameters.values()] == [
+            inspect.Parameter.VAR_KEYWORD
+        ] and not self.context
+        """Its one parameter is ``**kwargs`` (a proxy's forwarder): its arguments are the
+        keywords as given, without binding them to the signature (~15 us a call)."""
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - an async callable object
         )
@@ -208,6 +213,8 @@ class Tool(Generic[P, R]):
         Raises:
             TypeError: The arguments do not fit the signature.
         """
+        if self._keywords_only and not args:
+            return dict(kwargs)
         bound = self._sig.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments: dict[str, Any] = {}

@@ -167,6 +167,9 @@ class _Lines:
     def __init__(self, endpoint: Endpoint, given: int, taken: int) -> None:
         self._endpoint, self._in, self._out = endpoint, given, taken
         self._stop_r, self._stop_w = os.pipe()
+        self._poller = select.poll()  # (one reader at a time: the leader)
+        self._poller.register(given, select.POLLIN)
+        self._poller.register(self._stop_r, select.POLLIN)
         self._buffer = b""
         self._write = threading.Lock()
         self._closed = False
@@ -199,11 +202,8 @@ class _Lines:
 
     def _readline(self) -> bytes:
         """The next line from the agent; empty at its end or at ``stop``."""
-        poller = select.poll()
-        poller.register(self._in, select.POLLIN)
-        poller.register(self._stop_r, select.POLLIN)
         while (cut := self._buffer.find(b"\n")) < 0:
-            ready = {fd for fd, _ in poller.poll()}
+            ready = {fd for fd, _ in self._poller.poll()}
             if self._stop_r in ready:
                 return b""
             data = os.read(self._in, 65536)
@@ -246,7 +246,8 @@ class _Lines:
         finally:
             with self._busy:
                 self._working -= 1
-                self._busy.notify_all()
+                if not self._working:  # (not at every request: ``serve`` waits for none left)
+                    self._busy.notify_all()
 
 
 class _HttpHandler(http.server.BaseHTTPRequestHandler):

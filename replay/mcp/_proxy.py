@@ -50,15 +50,9 @@ from recorder import Recording, Tool, tool
 from ..surroundings import ReplayedToolError
 from ._file_changes import FileChanges
 from ._jsonrpc import Endpoint, Message, Notify, error
+from ._process import StdioUpstream
 from ._server import McpServer
-from ._upstream import (
-    HttpUpstream,
-    McpServerFailed,
-    RpcError,
-    ServerWall,
-    StdioUpstream,
-    Upstream,
-)
+from ._upstream import HttpUpstream, McpServerFailed, RpcError, ServerWall, Upstream
 
 STARTUP_S = 30.0
 """Seconds the real server may take to start and answer ``initialize``."""

@@ -10,22 +10,19 @@ A server that fails — does not start, exits, writes a line that is not
 JSON-RPC, or does not answer in time — is ``McpServerFailed`` for the call
 under way and for every later one: one line naming the server.
 
-The rows a server wrote to its world file are found by ``_file_changes``.
+A server started by command is ``_process.StdioUpstream``; one reached by URL is
+``HttpUpstream`` here. The rows a server wrote to its world file are found by
+``_file_changes``.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import json
-import os
 import re
-import signal
-import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -77,7 +74,12 @@ class RpcError(Exception):
 
 
 @dataclass
-class _Pending:
+class Pending:
+    """A request sent, waiting for its answer.
+
+    ``done`` wakes it: answered, the server failed, or (stdio) its turn to read.
+    """
+
     notify: Notify
     token: Any = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -86,13 +88,13 @@ class _Pending:
 
 
 class Upstream:
-    """A JSON-RPC stream to the server; ``_send`` is the transport's."""
+    """A JSON-RPC stream to the server; ``_send`` is the transport's, and ``_wait`` may be."""
 
     def __init__(self, name: str, timeout: float) -> None:
         self.name, self.timeout = name, timeout
         self.failure: str | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, Pending] = {}
         self._lock = threading.Lock()
 
     def request(
@@ -105,7 +107,7 @@ class Upstream:
             McpServerFailed: The server failed (now or before).
         """
         ident = next(self._ids)
-        pending = _Pending(notify)
+        pending = Pending(notify)
         params = dict(params)
         meta = dict(params.get("_meta") or {})
         if "progressToken" in meta:  # ours on the wire, the agent's in what it is told
@@ -117,7 +119,7 @@ class Upstream:
         try:
             self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
             wait = self.timeout if timeout is None else timeout
-            if not pending.done.wait(wait):
+            if not self._wait(pending, wait):
                 self.fail(f"MCP server {self.name!r} did not answer {method} within {wait:g} s")
         finally:
             with self._lock:
@@ -163,6 +165,10 @@ class Upstream:
     def _send(self, message: Message) -> None:
         raise NotImplementedError
 
+    def _wait(self, pending: Pending, seconds: float) -> bool:
+        """Wait until ``pending`` is answered or the server failed (False: ``seconds`` passed)."""
+        return pending.done.wait(seconds)
+
     def _stopped(self) -> None:
         """The transport's part of ``fail``."""
 
@@ -170,7 +176,7 @@ class Upstream:
         """A message from the server: an answer, a notification, or its own request."""
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return self.fail(
-                f"MCP server {self.name!r} answered malformed JSON-RPC: {_cut(message)}"
+                f"MCP server {self.name!r} answered malformed JSON-RPC: {cut(message)}"
             )
         method = message.get("method")
         if method is None:  # an answer
@@ -202,176 +208,10 @@ class Upstream:
         # Other notifications (logging, list changes) concern no call: dropped.
 
 
-def _lines(stream: Any, most: int) -> Iterator[bytes | None]:
-    """The lines of ``stream``, each of at most ``most`` bytes; None for one longer (then no more).
-
-    Read a chunk at a time: a line never held whole past ``most``.
-    """
-    pending = bytearray()
-    while chunk := stream.read1(65536):
-        pending += chunk
-        while (end := pending.find(b"\n")) >= 0:
-            if end > most:
-                yield None
-                return
-            yield bytes(pending[: end + 1])
-            del pending[: end + 1]
-        if len(pending) > most:
-            yield None
-            return
-    if pending:
-        yield bytes(pending)
-
-
-def _cut(message: Any) -> str:
+def cut(message: Any) -> str:
+    """What the server said, cut to 80 characters, for a failure's message."""
     text = message if isinstance(message, str) else json.dumps(message, default=str)
     return repr(text[:80] + ("..." if len(text) > 80 else ""))
-
-
-class StdioUpstream(Upstream):
-    """A server started by command, speaking newline-delimited JSON-RPC on its stdio."""
-
-    def __init__(
-        self,
-        name: str,
-        command: Sequence[str],
-        env: Mapping[str, str],
-        timeout: float,
-        wall: ServerWall | None = None,
-        writable: Sequence[str] = (),
-        max_message: int = MESSAGE_BYTES,
-    ) -> None:
-        super().__init__(name, timeout)
-        self._command, self._env = list(command), dict(env)
-        self._wall, self._writable, self._max = wall, list(writable), max_message
-        self._walls = contextlib.ExitStack()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._stderr: collections.deque[str] = collections.deque(maxlen=5)
-        self._write = threading.Lock()
-        self._closing = False
-        self._threads: list[threading.Thread] = []
-
-    def start(self) -> None:
-        """Start the process.
-
-        Raises:
-            McpServerFailed: It could not be started.
-        """
-        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ} | self._env
-        try:
-            argv = self._command
-            if self._wall is not None:
-                argv = self._walls.enter_context(self._wall(self._command, self._writable))
-            self._process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,
-            )
-        except (OSError, ValueError, ReplayError) as exc:
-            self._walls.close()
-            raise McpServerFailed(
-                f"MCP server {self.name!r} ({' '.join(self._command)}) did not start: {exc}"
-            ) from None
-        watched = [self._watch] if self._wall is not None else []
-        self._threads = [
-            threading.Thread(target=target, name=f"mcp-{self.name}", daemon=True)
-            for target in (self._read, self._drain, *watched)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def _read(self) -> None:
-        assert self._process is not None
-        assert self._process.stdout is not None
-        for line in _lines(self._process.stdout, self._max):
-            if line is None:
-                return self.fail(
-                    f"MCP server {self.name!r} sent a message over {self._max:,} bytes "
-                    "(its max_message_bytes): refused unread"
-                )
-            if not line.strip():
-                continue
-            try:
-                message = json.loads(line)
-            except ValueError:
-                text = line.decode("utf-8", "replace").strip()
-                return self.fail(
-                    f"MCP server {self.name!r} answered malformed JSON-RPC: {_cut(text)}"
-                )
-            self._deliver(message)
-        if not self._closing:
-            code = self._process.wait()
-            self._threads[1].join(timeout=1)  # its last words on stderr, read to the end
-            said = f": {self._stderr[-1]}" if self._stderr else ""
-            self.fail(f"MCP server {self.name!r} exited (code {code}){said}")
-
-    def _watch(self) -> None:
-        """Stop the server once it holds more than the trial's caps, as its failure."""
-        assert self._process is not None
-        assert self._wall is not None
-        while self._process.poll() is None and not self._closing:
-            why = self._wall.over(self._process.pid)
-            if why is not None:
-                return self.fail(f"MCP server {self.name!r} {why}")
-            time.sleep(0.1)
-
-    def _drain(self) -> None:
-        assert self._process is not None
-        assert self._process.stderr is not None
-        for line in self._process.stderr:
-            if line.strip():
-                self._stderr.append(line.decode("utf-8", "replace").strip()[:200])
-
-    def _send(self, message: Message) -> None:
-        assert self._process is not None
-        assert self._process.stdin is not None
-        data = json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
-        try:
-            with self._write:
-                self._process.stdin.write(data)
-                self._process.stdin.flush()
-        except (OSError, ValueError):
-            code = self._process.poll()
-            self.fail(f"MCP server {self.name!r} exited (code {code})")
-            self._check()
-
-    def _stopped(self) -> None:
-        self._signal(signal.SIGKILL)  # hung or garbling: nothing more it says is trusted
-
-    def _signal(self, which: signal.Signals) -> None:
-        """Signal the server's whole process group (a wrapper's children too)."""
-        if self._process is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(self._process.pid, which)
-
-    def close(self) -> None:
-        """Close its stdin; then terminate its process group, then kill it, if it lingers."""
-        self._closing = True
-        process = self._process
-        if process is None:
-            return
-        with contextlib.suppress(OSError):
-            if process.stdin is not None:
-                process.stdin.close()
-        for which in (None, signal.SIGTERM, signal.SIGKILL):
-            if which is not None:
-                self._signal(which)
-            try:
-                process.wait(timeout=2)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        self._signal(signal.SIGKILL)  # what the server left behind in its group
-        for thread in self._threads:
-            thread.join(timeout=2)
-        self._walls.close()
-        if not any(thread.is_alive() for thread in self._threads):
-            for stream in (process.stdout, process.stderr):  # (a reader still in one holds it)
-                if stream is not None:
-                    stream.close()
 
 
 class HttpUpstream(Upstream):
