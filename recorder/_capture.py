@@ -62,6 +62,11 @@ def _untag(obj: dict[str, Any]) -> Any:
 
 
 _DECODER = json.JSONDecoder(object_hook=_untag)
+_VERSIONS = (
+    "SELECT s.schema_version, d.data_version FROM pragma_schema_version AS s, "
+    "pragma_data_version AS d"
+)
+"""The main database's schema and data versions, in one statement."""
 
 
 def _decode(text: str) -> list[Any]:
@@ -118,6 +123,9 @@ class ChangeCapture:
         self._tables: dict[str, _Table] = {}
         self._slots: dict[str, int] = {}
         self._mark = 0
+        self._changes = -1
+        """The connection's ``total_changes`` when the log was last read: no row it changed
+        since (no trigger fired, nothing logged) while it stays the same."""
         self._recursive = bool(self._one("PRAGMA recursive_triggers"))
         self._run("PRAGMA recursive_triggers = ON")
         self._run(
@@ -156,6 +164,7 @@ class ChangeCapture:
         # the triggers armed since for new tables went with it.
         self._schema_version, self._tables, self._slots = version, dict(tables), dict(slots)
         self._mark = self._ids.last
+        self._changes = self.conn.total_changes  # (what was logged before is behind the mark)
         self._data_version = self._one("PRAGMA main.data_version")
         return True
 
@@ -287,14 +296,18 @@ class ChangeCapture:
         """Return the changes since the last call, and warnings about what was missed."""
         builder = DeltaBuilder()
         # Read what the current triggers logged before re-arming them for a new schema.
-        self._drain(builder)
-        version = self._schema_version
-        notes = self._sync_schema()
-        if self._schema_version != version:  # re-armed: a new table's rows may be logged
+        changes = self.conn.total_changes  # (read first: a change after it is read next time)
+        if changes != self._changes:
             self._drain(builder)
-        version = self._one("PRAGMA main.data_version")
-        if version != self._data_version:
-            self._data_version = version
+        schema, data = self._rows(_VERSIONS)[0]  # (one statement: a read-only call's cost)
+        notes: list[str] = []
+        if schema != self._schema_version:
+            notes = self._sync_schema()
+            changes = self.conn.total_changes
+            self._drain(builder)  # re-armed: a new table's rows may be logged
+        self._changes = changes
+        if data != self._data_version:
+            self._data_version = data
             notes.append(
                 "another connection wrote to the world; those changes are not captured "
                 "(give tools the recorded connection)"
@@ -302,6 +315,11 @@ class ChangeCapture:
         return builder.build(), notes
 
     def _drain(self, builder: DeltaBuilder) -> None:
+        """Add what the triggers logged since the last drain.
+
+        Read only when the connection changed rows since (``_changes``): a tool call that
+        only read costs one statement, the versions, not three.
+        """
         rows = self._rows(
             f"SELECT id, tbl, old, new FROM temp.{self._log} WHERE id > ? ORDER BY id",
             (self._mark,),
