@@ -62,11 +62,6 @@ def _untag(obj: dict[str, Any]) -> Any:
 
 
 _DECODER = json.JSONDecoder(object_hook=_untag)
-_VERSIONS = (
-    "SELECT s.schema_version, d.data_version FROM pragma_schema_version AS s, "
-    "pragma_data_version AS d"
-)
-"""The main database's schema and data versions, in one statement."""
 
 
 def _decode(text: str) -> list[Any]:
@@ -299,7 +294,8 @@ class ChangeCapture:
         changes = self.conn.total_changes  # (read first: a change after it is read next time)
         if changes != self._changes:
             self._drain(builder)
-        schema, data = self._rows(_VERSIONS)[0]  # (one statement: a read-only call's cost)
+        schema = self._one("PRAGMA main.schema_version")
+        data = self._one("PRAGMA main.data_version")
         notes: list[str] = []
         if schema != self._schema_version:
             notes = self._sync_schema()
@@ -318,7 +314,7 @@ class ChangeCapture:
         """Add what the triggers logged since the last drain.
 
         Read only when the connection changed rows since (``_changes``): a tool call that
-        only read costs one statement, the versions, not three.
+        only read costs two statements (the versions), not three.
         """
         rows = self._rows(
             f"SELECT id, tbl, old, new FROM temp.{self._log} WHERE id > ? ORDER BY id",

@@ -23,8 +23,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-import sqlite_utils
-
 from recorder import FixtureError, WorldDelta, keep_capture, world_hash
 
 from ._documents import is_documents, load_collection
@@ -333,6 +331,8 @@ def _load_json(conn: sqlite3.Connection, data: Any) -> frozenset[str]:
     """
     if not isinstance(data, Mapping):
         raise ValueError('a JSON fixture is an object of tables: {"table": [rows...]}')
+    import sqlite_utils  # (here, not at import: it imports pandas and numpy where installed)
+
     db = sqlite_utils.Database(conn)
     collections = set()
     for table, spec in data.items():
