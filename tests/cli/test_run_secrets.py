@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-import zlib
 from pathlib import Path
 
 import pytest
 
 from recorder import PLACEHOLDER, ToolEvent, read_cassette
-from recorder._codec import PREAMBLE
+from recorder._codec import MAGIC, decompressed
 from replay import Store
 from replay.stub_llm import Reply, ScriptedPolicy, StubLLM, ToolCall
 from tests.helpers import replay
@@ -60,8 +59,8 @@ def _bytes_under(folder: Path) -> bytes:
             continue
         data = path.read_bytes()
         out.append(data)
-        if data.startswith(PREAMBLE):
-            out.append(zlib.decompressobj(-15).decompress(data[len(PREAMBLE) :]))
+        if data.startswith(MAGIC):
+            out.append(decompressed(data))
     return b"\n".join(out)
 
 
