@@ -5,7 +5,8 @@ Full run: 10,000-call cassettes and recordings filled to 10,000 requests
 state diffs of tables up to 1M rows (DeepDiff stopped after 60 s).
 ``--quick``: 1,000 calls, a 10 MB fixture, a 10,000-row table, 320
 trials per executor, 5 tau2 tasks, 200 requests per HTTP client, fewer
-repetitions and fill levels, 400 simulated suites per size: a smoke check
+repetitions and fill levels, 400 simulated suites per size, reports of a
+10,000-trial run (100,000 in the full run): a smoke check
 in about a minute. Ray, Dask and
 the tau2-bench gold pass run when they are installed.
 Everything is written to a temporary directory.
@@ -28,6 +29,7 @@ from . import (
     mcp_proxy,
     record_clients,
     record_overhead,
+    reports,
     state_diff,
     stats,
     targets,
@@ -92,12 +94,15 @@ def main(argv: list[str] | None = None) -> None:
     gold = tau2_gold.run(quick=args.quick) if tau2_gold.available() else None
     print(tau2_gold.report(gold) if gold else "tau2 gold pass: skipped (tau2 is not installed)")
     print()
+    read = reports.run(quick=args.quick, smoke=args.smoke)
+    print(reports.report(read), flush=True)
+    print()
     simulated = stats.run(quick=args.quick, smoke=args.smoke)
     print(stats.report(simulated), flush=True)
     print()
     found = targets.figures(
         opened=opened, overhead=overhead, clients=clients, reset=reset, diff=diff,
-        spread=spread, proxied=proxied, walled=walled, gold=gold,
+        spread=spread, proxied=proxied, walled=walled, gold=gold, read=read,
     )  # fmt: skip
     print("Targets (ratio: the figure against its target; at most 1.00 is met)")
     print("\n".join(targets.lines(found, simulated.ok)))

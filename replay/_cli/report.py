@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from replay import Store, build_report, report_json, run_html
+from replay import Store, build_report, run_html
 
-from ..results import DEFAULT_PATH, write_whole
+from ..results import DEFAULT_PATH, report_json_text, write_whole
 from ..views import console, render_report
 from .options import confidence_option
 
@@ -48,8 +47,9 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None, confide
         _write(html_file, run_html(results, run, confidence=confidence))
         return
     result = build_report(results, run, confidence=confidence)
-    if as_json:
-        click.echo(json.dumps(report_json(result), indent=2))
+    if as_json:  # (written as it goes: a 100,000-trial run's JSON is tens of MB)
+        report_json_text(result, lambda text: click.echo(text, nl=False))
+        click.echo()
         return
     render_report(result, console())
 

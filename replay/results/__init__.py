@@ -66,7 +66,14 @@ from ._record import (
     TrialRecord,
     TrialUsage,
 )
-from ._report import CaseReport, RunReport, build_report, report_json, worst_first
+from ._report import (
+    CaseReport,
+    RunReport,
+    build_report,
+    report_json,
+    report_json_text,
+    worst_first,
+)
 from ._sample import Sample, sample
 from ._stats import (
     Interval,
@@ -155,6 +162,7 @@ __all__ = [
     "people_verdict",
     "plan",
     "report_json",
+    "report_json_text",
     "sample",
     "share_summary",
     "step_numbers",

@@ -15,11 +15,11 @@ from recorder import ConfigError
 
 from ..graders import Verdict
 from ._files import write_whole
-from ._metrics import CONFIDENCE
+from ._metrics import CONFIDENCE, VERDICTS, CaseCounts, case_metrics
 from ._paired import FDR, POWER, CaseChange, PairedFigure, RunComparison, compare_runs
 from ._pins import comparable
 from ._record import RunRecord
-from ._report import CaseReport, RunReport, build_report
+from ._report import CaseReport, build_report
 from ._store import Store
 
 
@@ -133,7 +133,6 @@ def gate(
     noted = comparable(runs[baseline].pins, runs[candidate].pins, vary, strict_pins)  # type: ignore[union-attr]
     if isinstance(noted, str):
         raise ConfigError(f"runs {baseline!r} and {candidate!r} {noted}")
-    cand = build_report(store, candidate)
     comparison = compare_runs(
         store,
         baseline,
@@ -142,18 +141,21 @@ def gate(
         fdr=thresholds.fdr,
         power=thresholds.power,
     )
+    only_a = set(comparison.only_a)  # (the candidate's cases, as the comparison counted them)
+    counts = [c.b for c in comparison.changes if c.case_id not in only_a]
+    cand = _Candidate(candidate, counts, dict(store.case_tags(candidate)))
     changes = comparison.changes
     checks = _pass_checks(cand, thresholds)
     worse = tuple(c.case_id for c in changes if c.direction == "worse")
     if thresholds.max_drop is not None:
         checks.append(_drop_check(comparison, thresholds, worse))
     tag = thresholds.critical_tag
-    critical = {c.case_id for c in cand.cases if tag in _tags(store, candidate, c.case_id)}
+    critical = {c.case_id for c in cand.cases if tag in cand.tags.get(c.case_id, ())}
     fallen = [c.case_id for c in changes if c.newly_failing and c.case_id in critical]
     name = f"no {tag} case newly fails"
     shown = name + (f" (newly failing: {', '.join(fallen)})" if fallen else _none(tag, critical))
     checks.append(GateCheck(not fallen, shown, name, tuple(fallen)))
-    checks += _share_checks(store, cand, thresholds)
+    checks += _share_checks(cand, thresholds)
     notes = (
         [f"cases worse beyond noise (FDR {thresholds.fdr}): {', '.join(worse)}"] if worse else []
     )
@@ -251,22 +253,46 @@ def _absolute(store: Store, candidate: str, thresholds: Thresholds) -> GateResul
     run = store.run(candidate)
     if run is not None:  # (build_report says which runs there are)
         _check_complete(store, candidate, run)
-    cand = build_report(store, candidate)
-    checks = [*_pass_checks(cand, thresholds), *_share_checks(store, cand, thresholds)]
-    return GateResult(all(c.holds for c in checks), checks, cases=cand.cases)
+    report = build_report(store, candidate)  # (its cases are the result's)
+    counts = [c.metrics.counts for c in report.cases]
+    cand = _Candidate(candidate, counts, dict(store.case_tags(candidate)))
+    checks = [*_pass_checks(cand, thresholds), *_share_checks(cand, thresholds)]
+    return GateResult(all(c.holds for c in checks), checks, cases=report.cases)
 
 
-def _pass_checks(cand: RunReport, thresholds: Thresholds) -> list[GateCheck]:
+@dataclass(frozen=True)
+class _Candidate:
+    """What the gate reads of the candidate: its cases' counts (as the store keeps them), tags."""
+
+    name: str
+    cases: list[CaseCounts]
+    tags: dict[str, tuple[str, ...]]
+
+    def pass_hat(self, k: int) -> float | None:
+        """The suite's pass^k, as ``suite_metrics`` gives it (None: no case reaches k).
+
+        Only the k asked is computed: a 1,000-case run's every k and interval is not.
+        """
+        hats = [case_metrics(c, [k]).pass_hat[k] for c in self.cases if c.n >= k]
+        return math.fsum(hats) / len(hats) if hats else None
+
+    @property
+    def totals(self) -> dict[str, int]:
+        """Trials per verdict over the cases."""
+        return {v: sum(c.verdicts[v] for c in self.cases) for v in VERDICTS}
+
+
+def _pass_checks(cand: _Candidate, thresholds: Thresholds) -> list[GateCheck]:
     """The candidate's suite pass^1 and pass^k against their minimums."""
     checks = []
     if thresholds.min_pass1 is not None:
-        pass1 = cand.suite.pass_hat.get(1)
+        pass1 = cand.pass_hat(1)
         ok = pass1 is not None and pass1 >= thresholds.min_pass1
         text = f"suite pass^1 {_num(pass1)} >= {thresholds.min_pass1}"
         checks.append(GateCheck(ok, text, f"suite pass^1 >= {thresholds.min_pass1}"))
     if thresholds.min_pass_k is not None:
         k, minimum = thresholds.min_pass_k
-        value = cand.suite.pass_hat.get(k)
+        value = cand.pass_hat(k) if k >= 1 else None
         checks.append(
             GateCheck(
                 value is not None and value >= minimum,
@@ -277,19 +303,19 @@ def _pass_checks(cand: RunReport, thresholds: Thresholds) -> list[GateCheck]:
     return checks
 
 
-def _share_checks(store: Store, cand: RunReport, thresholds: Thresholds) -> list[GateCheck]:
+def _share_checks(cand: _Candidate, thresholds: Thresholds) -> list[GateCheck]:
     """The candidate's critical cases failing and its unsupported share, against their caps."""
     checks = []
     if thresholds.max_failing_critical is not None:
         tag, most = thresholds.critical_tag, thresholds.max_failing_critical
-        tagged = [c for c in cand.cases if tag in _tags(store, cand.name, c.case_id)]
+        tagged = [c for c in cand.cases if tag in cand.tags.get(c.case_id, ())]
         failing = [c.case_id for c in tagged if not _all_pass(c)]
         name = f"{tag} cases with a trial not passing <= {most}"
         shown = f"{tag} cases with a trial not passing {len(failing)} <= {most}"
         shown += f" (failing: {', '.join(failing)})" if failing else _none(tag, tagged)
         checks.append(GateCheck(len(failing) <= most, shown, name, tuple(failing)))
     if thresholds.max_unsupported is not None:
-        totals = cand.suite.totals
+        totals = cand.totals
         trials = sum(totals.values())
         unjudged = totals.get(Verdict.UNSUPPORTED, 0) + totals.get(Verdict.ERROR, 0)
         share = unjudged / trials if trials else 0.0
@@ -310,7 +336,7 @@ def _none(tag: str, tagged: Collection[object]) -> str:
 
 def _check_complete(store: Store, name: str, run: RunRecord) -> None:
     """Refuse a run that is not finished, or holds no trial: a gate on it would hold on nothing."""
-    stored = len(store.finished_trials(name))
+    stored = store.trial_count(name)
     if run.finished is None:
         planned = _planned(run.spec)
         of = f"{stored} of {planned}" if planned is not None and planned >= stored else stored
@@ -333,17 +359,9 @@ def _planned(spec: Mapping[str, Any]) -> int | None:
     return len(cases) * trials if isinstance(trials, int) else None
 
 
-def _all_pass(case: CaseReport) -> bool:
+def _all_pass(counts: CaseCounts) -> bool:
     """Whether every trial of the case passed (an error or unsupported one does not)."""
-    counts = case.metrics.counts
     return counts.c == sum(counts.verdicts.values())
-
-
-def _tags(store: Store, run: str, case_id: str) -> tuple[str, ...]:
-    for trial in store.trials(run):
-        if trial.case_id == case_id and trial.tags:
-            return trial.tags
-    return ()
 
 
 def _num(value: float | None) -> str:

@@ -263,6 +263,16 @@ def suite_metrics(
         raise ValueError(f"k_max must be >= 1 (got k_max={k_max})")
     top = max((cc.n for cc in counts), default=0) if k_max is None else k_max
     per_case = tuple(case_metrics(cc, range(1, top + 1), confidence=confidence) for cc in counts)
+    return suite_of(per_case, top, confidence)
+
+
+def suite_of(per_case: Sequence[CaseMetrics], top: int, confidence: float) -> SuiteMetrics:
+    """``suite_metrics`` of cases whose metrics are computed (each for k up to ``top``).
+
+    (``build_report`` computes each case's once, for its row and for every mean it is in.)
+    """
+    per_case = tuple(per_case)
+    counts = tuple(m.counts for m in per_case)
     pass_at: dict[int, float] = {}
     pass_hat: dict[int, float] = {}
     at_ci: dict[int, Interval] = {}

@@ -27,6 +27,7 @@ from ._stats import (
     t_quantile,
 )
 from ._store import Store
+from ._summaries import CaseSummary
 
 FDR = 0.1
 """The default false discovery rate when marking cases better or worse (``--fdr``)."""
@@ -166,12 +167,27 @@ def compare_runs(
         ConfigError: A run is not in the store.
         ValueError: ``confidence``, ``fdr`` or ``power`` is outside (0, 1), or ``k < 1``.
     """
-    trials_a, trials_b = trials_by_case(store, a), trials_by_case(store, b)
+    cases_a, cases_b = _summaries(store, a), _summaries(store, b)
+    # A case's cassette to read first: a trial of B the agent failed, else one not passed.
+    to_read = dict(store.first_cassettes(b))
+    to_read.update(store.first_cassettes(b, failed=True))
     changes = [
-        _case_change(case_id, trials_a.get(case_id, []), trials_b.get(case_id, []))
-        for case_id in sorted(set(trials_a) | set(trials_b))
+        _case_change(case_id, cases_a.get(case_id), cases_b.get(case_id), to_read.get(case_id))
+        for case_id in sorted(set(cases_a) | set(cases_b))
     ]
-    return _compare(a, b, changes, set(trials_a), set(trials_b), confidence, fdr, power, k)
+    return _compare(a, b, changes, set(cases_a), set(cases_b), confidence, fdr, power, k)
+
+
+def _summaries(store: Store, name: str) -> dict[str, CaseSummary]:
+    """A run's cases as the store counts them, by id.
+
+    Raises:
+        ConfigError: No such run in the store (the message lists those there are).
+    """
+    if store.run(name) is None:
+        known = ", ".join(store.runs()) or "none"
+        raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
+    return {case.case_id: case for case in store.case_summaries(name)}
 
 
 def compare_counts(
@@ -319,17 +335,19 @@ def _one_case(case: CaseChange, k: int, confidence: float, power: float) -> Pair
     )
 
 
-def _case_change(case_id: str, rows_a: list[TrialRecord], rows_b: list[TrialRecord]) -> CaseChange:
-    counts_a = CaseCounts.from_trials(case_id, [t.verdict for t in rows_a])
-    counts_b = CaseCounts.from_trials(case_id, [t.verdict for t in rows_b])
-    failed_b = [t for t in rows_b if t.failed]
-    held = counts_a.c > 0 and not any(t.failed for t in rows_a)
-    newly = bool(failed_b) and (held or not rows_a)
-    failing = next(
-        (t.cassette for t in [*failed_b, *rows_b] if not t.passed and t.cassette),
-        None,
-    )
+def _case_change(
+    case_id: str, a: CaseSummary | None, b: CaseSummary | None, failing: str | None
+) -> CaseChange:
+    counts_a, counts_b = _counts(case_id, a), _counts(case_id, b)
+    failed_b = b is not None and b.failed > 0
+    held = counts_a.c > 0 and a is not None and not a.failed
+    newly = failed_b and (held or a is None)
     return _counted(case_id, counts_a, counts_b, newly, failing)
+
+
+def _counts(case_id: str, case: CaseSummary | None) -> CaseCounts:
+    verdicts = case.verdicts if case is not None else {}
+    return CaseCounts(case_id, {v.value: n for v, n in verdicts.items()})
 
 
 def _counted(

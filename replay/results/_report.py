@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +12,7 @@ from recorder import ConfigError
 from ..cases import Expects
 from ..graders import Cause, Verdict
 from ._causes import CauseGroup, cause_groups
+from ._json_text import write_json
 from ._metrics import (
     CONFIDENCE,
     CaseCounts,
@@ -20,10 +21,11 @@ from ._metrics import (
     SuiteMetrics,
     case_metrics,
     share_summary,
-    suite_metrics,
+    suite_of,
 )
 from ._record import TrialRecord
 from ._store import Store
+from ._summaries import CaseSummary
 from ._tooluse import ToolUse, run_tool_use
 
 UNDECLARED = "undeclared"
@@ -133,31 +135,25 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
         known = ", ".join(store.runs()) or "none"
         raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
     trials = store.trials(name)
-    evidence: dict[str, Counter[str]] = {}
-    user: dict[str, Counter[str]] = {}
-    verdicts: dict[str, dict[str, Counter[str]]] = {}
-    for trial in trials:  # an error no grade is to blame for: whose it is, or a limit
-        if trial.cause is not None:
-            into = user if trial.cause is Cause.USER else evidence
-            for line in trial.cause_detail:
-                into.setdefault(trial.case_id, Counter())[f"{trial.cause.value}: {line}"] += 1
+    # What is counted, the store counted as the trials were stored.
+    summaries = {s.case_id: s for s in store.case_summaries(name)}
+    by_case: dict[str, list[TrialRecord]] = {}
     for trial in trials:
-        for grade in trial.grades:
-            by_grader = verdicts.setdefault(trial.case_id, {})
-            by_grader.setdefault(grade.grader, Counter())[grade.verdict.value] += 1
-            if grade.verdict is not Verdict.PASS:
-                for line in grade.evidence:
-                    evidence.setdefault(trial.case_id, Counter())[f"{grade.grader}: {line}"] += 1
+        by_case.setdefault(trial.case_id, []).append(trial)
     per_case, overall = run_tool_use(trials)
     cases = []
-    counts = []
-    directions: dict[str, list[CaseCounts]] = {}
+    counts: list[CaseMetrics] = []
+    directions: dict[str, list[CaseMetrics]] = {}
     shares: dict[str, list[float]] = {}
-    for case_id in dict.fromkeys(t.case_id for t in trials):
-        rows = [t for t in trials if t.case_id == case_id]
-        count = CaseCounts.from_trials(case_id, [t.verdict for t in rows])
-        counts.append(count)
-        directions.setdefault(direction(rows), []).append(count)
+    guards: Counter[str] = Counter()
+    for case_id, rows in by_case.items():
+        summary = summaries[case_id]
+        count = CaseCounts(case_id, {v.value: n for v, n in summary.verdicts.items()})
+        metrics = case_metrics(count, confidence=confidence)  # (once: the means reuse it)
+        counts.append(metrics)
+        case_guards = {g.value: n for g, n in summary.guards.items()}
+        guards.update(case_guards)
+        directions.setdefault(direction(rows), []).append(metrics)
         # Graded trials only, as pass rates count them: an unsupported trial's share is
         # of a replay cut short.
         credit = [t.partial_credit for t in rows if t.verdict in _GRADED]
@@ -169,13 +165,13 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
             CaseReport(
                 case_id,
                 suite.value if suite is not None else "",
-                case_metrics(count, confidence=confidence),
-                _worst_first(evidence.get(case_id, Counter())),
+                metrics,
+                _worst_first(Counter(dict(summary.evidence))),
                 failing,
                 per_case[case_id],
-                user.get(case_id, Counter()).most_common(),
-                {g: dict(c) for g, c in verdicts.get(case_id, {}).items()},
-                _guards(rows),
+                Counter(dict(summary.user)).most_common(),
+                _graders(summary),
+                case_guards,
                 direction(rows),
                 share_summary(shares.get(case_id, [])),
             )
@@ -184,27 +180,31 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
         name,
         dict(run.pins),
         cases,
-        suite_metrics(counts, confidence=confidence),
+        _suite(counts, confidence),
         overall,
-        _guards(trials),
+        dict(guards),
         trials,
         cause_groups(trials),
-        {
-            d: suite_metrics(directions[d], confidence=confidence)
-            for d in DIRECTIONS
-            if d in directions
-        },
+        {d: _suite(directions[d], confidence) for d in DIRECTIONS if d in directions},
         share_summary([x for v in shares.values() for x in v], shares),
     )
+
+
+def _suite(cases: list[CaseMetrics], confidence: float) -> SuiteMetrics:
+    """``suite_metrics`` of cases whose metrics are computed (as ``suite_metrics`` would)."""
+    return suite_of(cases, max((m.counts.n for m in cases), default=0), confidence)
 
 
 _GRADED = (Verdict.PASS, Verdict.FAIL)
 """The verdicts pass rates count, and partial credit with them."""
 
 
-def _guards(trials: Iterable[TrialRecord]) -> dict[str, int]:
-    """Per limit that fired in the trials, how many trials it cut."""
-    return dict(Counter(guard.value for t in trials for guard in t.guards))
+def _graders(summary: CaseSummary) -> dict[str, dict[str, int]]:
+    """Per grader, its grades per verdict (in the order its trials first show them)."""
+    out: dict[str, dict[str, int]] = {}
+    for grader, verdict, n in summary.grades:
+        out.setdefault(grader, {})[verdict.value] = n
+    return out
 
 
 def _worst_first(lines: Counter[str]) -> list[tuple[str, int]]:
@@ -222,6 +222,10 @@ def _worst_first(lines: Counter[str]) -> list[tuple[str, int]]:
     return sorted(lines.most_common(), key=rank)
 
 
+_Primary = Mapping[tuple[str, int], str]
+"""Each trial that did not pass (case id, index): its primary cause's name."""
+
+
 def report_json(report: RunReport) -> dict[str, Any]:
     """The report as JSON-ready data.
 
@@ -231,6 +235,14 @@ def report_json(report: RunReport) -> dict[str, Any]:
     ``partial_credit`` (suite, case and trial) the share of assertions held, where cases
     scored ``weighted`` or ``hybrid`` record it (null elsewhere).
     """
+    return _report_data(report, _listed)
+
+
+def _report_data(
+    report: RunReport,
+    trials: Callable[[RunReport, _Primary], Iterable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """The report's data, its trials as ``trials`` gives them (a list, or one by one)."""
     suite = report.suite
     primary = {(t.case_id, t.idx): g.name for g in report.causes for t in g.trials}
     return {
@@ -290,26 +302,43 @@ def report_json(report: RunReport) -> dict[str, Any]:
             }
             for c in report.cases
         ],
-        "trials": [
-            {
-                "case": t.case_id,
-                "idx": t.idx,
-                "verdict": t.verdict.value,
-                "failure": primary.get((t.case_id, t.idx)),
-                "cause": t.cause.value if t.cause is not None else None,
-                "cause_detail": list(t.cause_detail),
-                "guards": [guard.value for guard in t.guards],
-                "cassette": t.cassette,
-                "steps": t.usage.steps,
-                "input_tokens": t.usage.input_tokens,
-                "output_tokens": t.usage.output_tokens,
-                "latency": t.usage.latency,
-                "cost": t.usage.cost,
-                "expects": t.expects.value if t.expects is not None else None,
-                "partial_credit": _credit_json(t),
-            }
-            for t in report.trials
-        ],
+        "trials": trials(report, primary),
+    }
+
+
+def report_json_text(report: RunReport, write: Callable[[str], object]) -> None:
+    """Write ``json.dumps(report_json(report), indent=2)``, in pieces, each trial as it goes.
+
+    (A 100,000-trial run's trials are never all held as JSON data at once.)
+    """
+    write_json(_report_data(report, _streamed), write)
+
+
+def _listed(report: RunReport, primary: _Primary) -> list[dict[str, Any]]:
+    return [_trial_json(primary, t) for t in report.trials]
+
+
+def _streamed(report: RunReport, primary: _Primary) -> Iterator[dict[str, Any]]:
+    return (_trial_json(primary, t) for t in report.trials)
+
+
+def _trial_json(primary: _Primary, t: TrialRecord) -> dict[str, Any]:
+    return {
+        "case": t.case_id,
+        "idx": t.idx,
+        "verdict": t.verdict.value,
+        "failure": primary.get((t.case_id, t.idx)),
+        "cause": t.cause.value if t.cause is not None else None,
+        "cause_detail": list(t.cause_detail),
+        "guards": [guard.value for guard in t.guards],
+        "cassette": t.cassette,
+        "steps": t.usage.steps,
+        "input_tokens": t.usage.input_tokens,
+        "output_tokens": t.usage.output_tokens,
+        "latency": t.usage.latency,
+        "cost": t.usage.cost,
+        "expects": t.expects.value if t.expects is not None else None,
+        "partial_credit": _credit_json(t),
     }
 
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import sqlite3
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -52,12 +53,15 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (5, "trials", "expects"),  # and whether each trial's case expects act or refrain
 )
 """Every column added since version 1, with the store version that added it. The store's
-version is the last line's: a store written by a later version is refused."""
+version (``STORE_VERSION``) is at least the last line's: a store written by a later version
+is refused."""
 
-STORE_VERSION = MIGRATIONS[-1][0]
+STORE_VERSION = 6
 """1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use;
 3: and the guards that fired in it; 4: and the seconds it took in the harness;
-5: a run may be golden (the graders' gold standard), and a label says who gave it."""
+5: a run may be golden (the graders' gold standard), and a label says who gave it;
+6: per-case summaries kept as trials are written (``_summaries``; an older store's are
+counted from its trials when it is opened)."""
 
 KEY = ("run", "case_id", "idx")
 """A trial's key, the first columns of ``trials`` and of ``grades``."""
@@ -109,22 +113,42 @@ def _codec(kind: Any, null_when_empty: bool) -> tuple[Callable[[Any], Any], Call
     origin = typing.get_origin(kind)
     if origin is tuple:
         item = typing.get_args(kind)[0]
-        parse = item if _is_enum(item) else _same
+        parse = _enum(item) if _is_enum(item) else _same
         return (
             lambda value: (
                 None
                 if null_when_empty and not value
                 else json.dumps([getattr(x, "value", x) for x in value])
             ),
-            lambda raw: tuple(parse(x) for x in json.loads(raw)),
+            # A run repeats its tags, details and evidence trial after trial: each text is
+            # parsed once (the tuple is immutable, so trials may share it).
+            functools.lru_cache(maxsize=4096)(lambda raw: tuple(parse(x) for x in json.loads(raw))),
         )
     if origin in (Mapping, dict):
-        return (lambda value: json.dumps(dict(value)) if value else None), json.loads
+        # Parsed once per text as tuples are; each record gets its own (shallow) copy.
+        parsed = functools.lru_cache(maxsize=4096)(json.loads)
+        return (lambda value: json.dumps(dict(value)) if value else None), lambda raw: dict(
+            parsed(raw)
+        )
     if _is_enum(kind):
-        return (lambda value: value.value), kind
+        return (lambda value: value.value), _enum(kind)
     if kind is bool:
         return int, bool
     return _same, _same
+
+
+def _enum(kind: type[enum.Enum]) -> Callable[[Any], Any]:
+    """An enum's member by value, looked up (calling the class is ~10x slower).
+
+    A value it does not have gets the class's own error.
+    """
+    members = {member.value: member for member in kind}
+
+    def member(raw: Any) -> Any:
+        found = members.get(raw)
+        return found if found is not None else kind(raw)
+
+    return member
 
 
 def _is_enum(kind: Any) -> bool:
@@ -190,6 +214,43 @@ class Layout:
                 raw = row[f.column]
                 values[f.name] = f.default if raw is None else f.decode(raw)
         return self.record(**values, **rest)
+
+    def reader(self, columns: Sequence[str]) -> Callable[..., Any]:
+        """``decode`` for rows as a query gives them: values in ``columns`` order.
+
+        (Read by position, each field's place worked out once: the store reads a run's
+        100,000 trials this way.)
+        """
+        at = {column: i for i, column in enumerate(columns)}
+        plan: list[tuple[str, int, Callable[[Any], Any] | None, Any, tuple[int, ...]]] = []
+        for f in self.fields:
+            if f.nested is not None:
+                plan.append((f.name, -1, f.nested.reader(columns), f.default, f.nested._needs(at)))
+            else:
+                decode = None if f.decode is _same else f.decode
+                plan.append((f.name, at[f.column], decode, f.default, ()))
+        record = self.record
+
+        def read(row: Sequence[Any], **rest: Any) -> Any:
+            values: dict[str, Any] = {}
+            for name, i, decode, default, needs in plan:
+                if i < 0:
+                    whole = all(row[j] is not None for j in needs)
+                    values[name] = decode(row) if whole and decode is not None else default
+                    continue
+                raw = row[i]
+                values[name] = default if raw is None else raw if decode is None else decode(raw)
+            return record(**values, **rest)
+
+        return read
+
+    def _needs(self, at: Mapping[str, int]) -> tuple[int, ...]:
+        """The places of the columns that must hold a value for ``complete``."""
+        out: list[int] = []
+        for f in self.fields:
+            if f.required:
+                out += f.nested._needs(at) if f.nested is not None else [at[f.column]]
+        return tuple(out)
 
     def complete(self, row: Mapping[str, Any]) -> bool:
         """Whether every required field's column holds a value (else the record is None)."""
@@ -326,3 +387,34 @@ def _pins_of_version_2(conn: sqlite3.Connection) -> None:
         if mode is not None and not mode.llm:
             pins["llm"] = None
         conn.execute("UPDATE runs SET pins = ? WHERE name = ?", (json.dumps(pins), name))
+
+
+def read_trials(
+    conn: sqlite3.Connection, run: str, case: str | None = None, idx: int | None = None
+) -> list[TrialRecord]:
+    """The trials of a run, of one case of it, or one trial, by case and index."""
+    graded = list(GRADES.columns)
+    only = ""
+    given: tuple[object, ...] = (run,)
+    if case is not None:
+        only, given = "AND case_id = ? ", (run, case)
+        if idx is not None:
+            only, given = "AND case_id = ? AND idx = ? ", (run, case, idx)
+    grades: dict[tuple[str, int], list[GradeRecord]] = {}
+    for row in conn.execute(
+        f"SELECT {', '.join(graded)}, case_id, idx FROM grades WHERE run = ? {only}"
+        "ORDER BY case_id, idx, rowid",
+        given,
+    ):
+        grades.setdefault(row[-2:], []).append(_GRADE(row))
+    rows = conn.execute(
+        f"SELECT {', '.join(TRIALS.columns)} FROM trials WHERE run = ? {only}ORDER BY case_id, idx",
+        given,
+    )
+    key = (_TRIAL_KEY.index("case_id"), _TRIAL_KEY.index("idx"))
+    return [_TRIAL(row, grades=tuple(grades.get((row[key[0]], row[key[1]]), ()))) for row in rows]
+
+
+_TRIAL_KEY = list(TRIALS.columns)
+_TRIAL = TRIALS.reader(_TRIAL_KEY)
+_GRADE = GRADES.reader(list(GRADES.columns))

@@ -26,8 +26,8 @@ import sqlite_utils
 from recorder import ConfigError
 
 from ..graders import Verdict
+from . import _summaries as summaries
 from ._record import (
-    GradeRecord,
     JudgeCheckRecord,
     LabelRecord,
     RunRecord,
@@ -43,6 +43,7 @@ from ._schema import (
     TRIALS,
     create_judge_checks,
     create_tables,
+    read_trials,
     upgrade,
 )
 from ._sqlite import BUSY_SECONDS, connect, is_busy, locked, transaction
@@ -129,10 +130,21 @@ class Store:
                 raise self._newer(version)
             if not made:
                 create_tables(self.db)
+                summaries.create(self.db.conn)
             elif version < STORE_VERSION:
                 upgrade(self.db, version)
+                summaries.create(self.db.conn)
+                self._summarise_all()
             if not made or version < STORE_VERSION:
                 self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
+
+    def _summarise_all(self) -> None:
+        """Count every case of every run into its summary (a store before version 6)."""
+        conn = self.db.conn
+        conn.execute("DELETE FROM case_summaries")
+        cases = conn.execute("SELECT DISTINCT run, case_id FROM trials").fetchall()
+        for run, case_id in cases:
+            summaries.recount(conn, run, case_id, read_trials(conn, run, case_id))
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         """A write transaction that holds the store's write lock from its start."""
@@ -223,8 +235,9 @@ class Store:
     def run_summaries(self) -> list[RunSummary]:
         """Every run, oldest first: its mode, when, and its trials by verdict."""
         counts: dict[str, dict[Verdict, int]] = {}
-        for run, verdict, n in self.db.conn.execute(
-            "SELECT run, verdict, COUNT(*) FROM trials GROUP BY run, verdict"
+        for run, verdict, n in self.db.conn.execute(  # (the summaries: no trial is read)
+            "SELECT run, key, SUM(n) FROM case_summaries WHERE kind = 'verdict' AND n > 0 "
+            "GROUP BY run, key"
         ):
             counts.setdefault(run, {})[Verdict(verdict)] = n
         out = []
@@ -257,6 +270,7 @@ class Store:
             removed = conn.execute("DELETE FROM trials WHERE run = ?", (name,)).rowcount
             conn.execute("DELETE FROM grades WHERE run = ?", (name,))
             conn.execute("DELETE FROM labels WHERE run = ?", (name,))
+            conn.execute("DELETE FROM case_summaries WHERE run = ?", (name,))
             conn.execute("DELETE FROM runs WHERE name = ?", (name,))
         return int(removed)
 
@@ -268,12 +282,19 @@ class Store:
     def add_trial(self, name: str, record: TrialRecord) -> None:
         """Store one trial of run ``name`` with its grades, atomically (replacing a stored one).
 
-        Plain SQL in one transaction (the hot path: no sqlite-utils lookups).
+        Plain SQL in one transaction (the hot path: no sqlite-utils lookups), which also
+        adds the trial to its case's summary (``case_summaries``), taking a replaced
+        trial's away first.
         """
         trial = ["run", *TRIALS.columns]
         graded = [*KEY, *GRADES.columns]
         key = (name, record.case_id, record.idx)
+        counts = summaries.tallies(record)
         with self._write() as conn:
+            old = read_trials(conn, *key)
+            stale = bool(old) and summaries.take_away(
+                conn, name, record.case_id, summaries.tallies(old[0]), counts
+            )
             conn.execute(
                 f"INSERT OR REPLACE INTO trials ({', '.join(trial)}) "
                 f"VALUES ({', '.join('?' for _ in trial)})",
@@ -285,6 +306,10 @@ class Store:
                 f"VALUES ({', '.join('?' for _ in graded)})",
                 [(*key, *GRADES.encode(grade)) for grade in record.grades],
             )
+            if stale:
+                summaries.recount(conn, name, record.case_id, read_trials(conn, *key[:2]))
+            else:
+                summaries.add(conn, name, record.case_id, counts)
 
     def finish_run(self, name: str) -> None:
         """Mark a run finished."""
@@ -293,27 +318,27 @@ class Store:
 
     def trials(self, name: str, *, case: str | None = None) -> list[TrialRecord]:
         """A run's trials (``case``'s alone, if given), by case and index, with their grades."""
-        conn, graded = self.db.conn, list(GRADES.columns)
-        only, given = ("AND case_id = ? ", (name, case)) if case is not None else ("", (name,))
-        grades: dict[tuple[str, int], list[GradeRecord]] = {}
-        for case_id, idx, *values in conn.execute(
-            f"SELECT case_id, idx, {', '.join(graded)} FROM grades WHERE run = ? {only}"
-            "ORDER BY case_id, idx, rowid",
-            given,
-        ):
-            grade = GRADES.decode(dict(zip(graded, values, strict=True)))
-            grades.setdefault((case_id, idx), []).append(grade)
-        columns = list(TRIALS.columns)
-        rows = conn.execute(
-            f"SELECT {', '.join(columns)} FROM trials WHERE run = ? {only}ORDER BY case_id, idx",
-            given,
-        )
-        out = []
-        for values in rows:
-            row = dict(zip(columns, values, strict=True))
-            own = tuple(grades.get((row["case_id"], row["idx"]), ()))
-            out.append(TRIALS.decode(row, grades=own))
-        return out
+        return read_trials(self.db.conn, name, case)
+
+    def trial_count(self, name: str) -> int:
+        """How many trials a run has (as the store counts them: no trial is read)."""
+        return summaries.count(self.db.conn, name)
+
+    def case_summaries(self, name: str) -> list[summaries.CaseSummary]:
+        """Each case of a run, by id, as the store counts it (no trial is read).
+
+        Its trials by verdict, failures, causes, guards, grades and evidence: what a
+        report counts, kept as trials are written.
+        """
+        return summaries.read(self.db.conn, name)
+
+    def first_cassettes(self, name: str, *, failed: bool = False) -> list[tuple[str, str]]:
+        """Each case's first cassette of a trial not passed (``failed``: the agent failed)."""
+        return summaries.cassettes(self.db.conn, name, failed=failed)
+
+    def case_tags(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(case id, tags) of each case of a run whose trials carry tags, by case id."""
+        return summaries.tags(self.db.conn, name)
 
     def add_label(
         self,

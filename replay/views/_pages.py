@@ -90,11 +90,10 @@ def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
     Any two trials can be picked there and set side by side (``side_page``).
     """
     _known_run(store, name)
-    trials = store.trials(name)
     runs = store.runs()  # oldest first: compare with the run before, or else the one after,
     at = runs.index(name)  # of the same cases (a run of others is no comparison)
-    ours = {t.case_id for t in trials}
-    same = [r for r in runs if r != name and ours & {t.case_id for t in store.trials(r)}]
+    ours = _case_ids(store, name)
+    same = [r for r in runs if r != name and ours & _case_ids(store, r)]
     before = [r for r in same if runs.index(r) < at]
     after = [r for r in same if runs.index(r) > at]
     pair = (before[-1], name) if before else (name, after[0]) if after else None
@@ -112,9 +111,21 @@ def run_page(store: Store, query: dict[str, list[str]], name: str) -> Page:
         name,
         page=lambda t: _href("runs", name, "trials", t.case_id, t.idx),
         pick=lambda t: _href(name, t.case_id, t.idx)[1:],
+        start=_number(query.get("from", ["0"])[-1]),
+        more=lambda start: f"{_href('runs', name)}?from={start}#trials",
     )
     start, body, end = page.partition("<body>")
     return Page(200, start + body + top + end)
+
+
+def _case_ids(store: Store, run: str) -> set[str]:
+    """The cases a run has trials of (as the store counts them: no trial is read)."""
+    return {case.case_id for case in store.case_summaries(run)}
+
+
+def _number(text: str) -> int:
+    """A window's first case from the address (anything else: the first)."""
+    return int(text) if text.isdecimal() and len(text) < 10 else 0
 
 
 def _failing_trial(change: CaseChange, trials: list[TrialRecord]) -> TrialRecord | None:

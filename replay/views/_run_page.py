@@ -5,6 +5,7 @@ One self-contained page (no network, no templates), read from the store's record
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from recorder import Cassette
@@ -269,23 +270,60 @@ CAUSE_LISTED = 10
 """Trials listed under each cause before the rest is folded."""
 
 
-def _causes(groups: list[CauseGroup], sections: dict[str, int]) -> str:
-    """The trials that did not pass by primary cause: counts, then each cause's trials linked."""
+def _paging(
+    report: RunReport,
+    first: int,
+    stop: int,
+    cases: list[CaseReport],
+    more: Callable[[int], str] | None,
+) -> str:
+    """Which cases' trials a paged page shows, and where the others are (else nothing)."""
+    if (first, stop) == (0, len(cases)):
+        return ""
+    shown = sum(sum(c.metrics.counts.verdicts.values()) for c in cases[first:stop])
+    text = (
+        f"{shown} of the run's {len(report.trials)} trials: those of cases {first + 1} to "
+        f"{stop} of {len(cases)}, worst first"
+    )
+    if more is None:
+        where = (
+            f"; every case's trials: <code>replay view --store STORE</code> (run "
+            f"{_e(report.name)}), or <code>replay report {_e(report.name)} --json</code>"
+        )
+    else:
+        step = stop - first
+        links = [("previous cases", max(0, first - step))] if first else []
+        links += [("next cases", stop)] if stop < len(cases) else []
+        where = "".join(f' &middot; <a href="{_e(more(at))}">{label}</a>' for label, at in links)
+    return f'<p class="meta" id="paged">{text}{where}</p>'
+
+
+def _causes(groups: list[CauseGroup], sections: dict[str, int], paged: bool = False) -> str:
+    """The trials that did not pass by primary cause: counts, then each cause's trials linked.
+
+    On a paged page (a large run), a trial whose case is on another page is named, not
+    linked, and each cause lists ``CAUSE_LISTED`` trials only.
+    """
     groups = [g for g in groups if g.count]
     if not groups:
         return '<h2>failures by cause</h2><p class="meta" id="causes">no trial failed</p>'
     rows = [[_e(g.name), str(g.count)] for g in groups]
     out = ["<h2>failures by cause</h2>", _table(["cause", "trials"], rows, "causes")]
     for group in groups:
+        listed = group.trials[:CAUSE_LISTED] if paged else group.trials
         items = [
             f'<li><a class="to-trial" href="#{_anchor(sections[t.case_id], t.idx)}">'
             f"{_e(t.case_id)}#{t.idx}</a> {_e(t.detail)}</li>"
-            for t in group.trials
+            if t.case_id in sections
+            else f"<li>{_e(t.case_id)}#{t.idx} {_e(t.detail)}</li>"
+            for t in listed
         ]
         shown, rest = items[:CAUSE_LISTED], items[CAUSE_LISTED:]
         more = (  # (a long list folded: the first screen is the causes, not one of them)
             f"<details><summary>{len(rest)} more</summary><ul>{''.join(rest)}</ul></details>"
             if rest
+            else f'<p class="meta">{group.count - len(listed)} more</p>'
+            if len(listed) < group.count
             else ""
         )
         out.append(
@@ -308,6 +346,26 @@ def run_html(store: Store, name: str, *, confidence: float = 0.95) -> str:
     return page_html(store, name, confidence=confidence)
 
 
+PAGE_TRIALS = 2_000
+"""The most trials a run's page shows (rows and sections): a larger run's page shows the
+trials of its worst cases up to this many (at least one case's), and says where the rest
+are (``replay view`` pages them by case), so that its first page stays a few MB."""
+
+
+def _window(cases: list[CaseReport], start: int) -> tuple[int, int]:
+    """The cases ``[start, stop)`` whose trials a page shows: ``PAGE_TRIALS`` at most."""
+    start = max(0, min(start, len(cases) - 1)) if cases else 0
+    stop, shown = start, 0
+    while stop < len(cases):
+        counts = cases[stop].metrics.counts
+        size = sum(counts.verdicts.values())
+        if stop > start and shown + size > PAGE_TRIALS:
+            break
+        shown += size
+        stop += 1
+    return start, stop
+
+
 def page_html(
     store: Store,
     name: str,
@@ -315,8 +373,15 @@ def page_html(
     confidence: float = 0.95,
     page: Link | None = None,
     pick: Link | None = None,
+    start: int = 0,
+    more: Callable[[int], str] | None = None,
 ) -> str:
-    """``run_html``; on ``replay view``, each trial's row links its ``page`` and has a ``pick``."""
+    """``run_html``; on ``replay view``, each trial's row links its ``page`` and has a ``pick``.
+
+    A run of more than ``PAGE_TRIALS`` trials shows those of the cases from the ``start``-th
+    (worst first) up to that many; ``more(start)`` is the link to another window of cases
+    (none: the page names the ``replay view`` command that pages them).
+    """
     report = build_report(store, name, confidence=confidence)
     suite = report.suite
     graded = len(report.cases) - len(suite.excluded)
@@ -339,10 +404,12 @@ def page_html(
         f"{_table(['pin', 'value'], pins, 'pins')}</details>"
     )
     cases = worst_first(report.cases)
-    sections = {c.case_id: i for i, c in enumerate(cases)}
+    first, stop = _window(cases, start)
+    sections = {c.case_id: i for i, c in enumerate(cases) if first <= i < stop}
+    paged = (first, stop) != (0, len(cases))
     out = [
         f'<h1>run {_e(name)}</h1><h2>summary</h2><p id="totals"><b>trials:</b> {totals}</p>',
-        _causes(report.causes, sections),  # failures and their causes first
+        _causes(report.causes, sections, paged),  # failures and their causes first
         f'<div class="flex">{folded}<div id="curves">',
         curves_svg(
             {k: suite.pass_at[k] for k in ks},
@@ -354,16 +421,18 @@ def page_html(
     ]
     trials: dict[str, list[TrialRecord]] = {}
     for trial in report.trials:
-        trials.setdefault(trial.case_id, []).append(trial)
+        if trial.case_id in sections:
+            trials.setdefault(trial.case_id, []).append(trial)
     pages = _Pages(store)
     shown = [
         (t, _anchor(i, t.idx))
-        for i, c in enumerate(cases)
+        for i, c in enumerate(cases[first:stop], first)
         for t in sorted(trials.get(c.case_id, []), key=_shown)
     ]
-    out.append(f"<h2>trials</h2>{filter_bar(report.trials)}")
+    listed = report.trials if not paged else [t for t, _ in shown]
+    out.append(f"<h2>trials</h2>{_paging(report, first, stop, cases, more)}{filter_bar(listed)}")
     out.append(trials_table(shown, page, pick))
-    for i, c in enumerate(cases):
+    for i, c in enumerate(cases[first:stop], first):
         out.append(_case_section(i, c, trials.get(c.case_id, []), pages))
     if pages.closed:
         out.insert(
