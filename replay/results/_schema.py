@@ -28,11 +28,12 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any, Union
 
 from ._record import GradeRecord, TrialRecord
+
+if TYPE_CHECKING:  # (imported by the store when it opens: it imports pandas where installed)
+    import sqlite_utils
 
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     # (store version, table, column it adds): a store of an earlier version gains it when

@@ -19,9 +19,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from recorder import ConfigError
 
@@ -48,6 +46,9 @@ from ._schema import (
 )
 from ._sqlite import BUSY_SECONDS, connect, is_busy, locked, transaction
 
+if TYPE_CHECKING:
+    import sqlite_utils
+
 DEFAULT_PATH = Path(".replay") / "results.db"
 
 
@@ -58,6 +59,12 @@ LABEL_VERDICTS = {
     "unsure": Verdict.UNKNOWN,
 }
 """What a label may say: pass, fail, or that the labeller was unsure (``unknown``)."""
+
+
+def _database(conn: sqlite3.Connection) -> sqlite_utils.Database:
+    import sqlite_utils  # (not at import: it imports pandas and numpy where installed)
+
+    return sqlite_utils.Database(conn)
 
 
 def _now() -> str:
@@ -94,7 +101,7 @@ class Store:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite_utils.Database(connect(self.path))
+            self.db = _database(connect(self.path))
             made, version = self._version()
         except sqlite3.DatabaseError as exc:
             if is_busy(exc):
@@ -161,7 +168,7 @@ class Store:
         for query in queries:
             try:
                 conn = sqlite3.connect(uri + query, uri=True, timeout=BUSY_SECONDS)
-                self.db = sqlite_utils.Database(conn)
+                self.db = _database(conn)
                 tables = self.db.table_names()
                 version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
                 break
