@@ -141,17 +141,9 @@ class Store:
             elif version < STORE_VERSION:
                 upgrade(self.db, version)
                 summaries.create(self.db.conn)
-                self._summarise_all()
+                summaries.recount_all(self.db.conn, read_trials)
             if not made or version < STORE_VERSION:
                 self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
-
-    def _summarise_all(self) -> None:
-        """Count every case of every run into its summary (a store before version 6)."""
-        conn = self.db.conn
-        conn.execute("DELETE FROM case_summaries")
-        cases = conn.execute("SELECT DISTINCT run, case_id FROM trials").fetchall()
-        for run, case_id in cases:
-            summaries.recount(conn, run, case_id, read_trials(conn, run, case_id))
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         """A write transaction that holds the store's write lock from its start."""

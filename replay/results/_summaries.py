@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..graders import AGENT_CAUSES, Cause, Verdict
@@ -129,6 +129,15 @@ def take_away(
         f"DELETE FROM {SUMMARIES} WHERE run = ? AND case_id = ? AND n <= 0", (run, case_id)
     )
     return stale
+
+
+def recount_all(
+    conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, str, str], list[TrialRecord]]
+) -> None:
+    """Count every case of every run into its summary (a store before version 6)."""
+    conn.execute(f"DELETE FROM {SUMMARIES}")
+    for run, case_id in conn.execute("SELECT DISTINCT run, case_id FROM trials").fetchall():
+        recount(conn, run, case_id, read(conn, run, case_id))
 
 
 def recount(
