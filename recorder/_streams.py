@@ -135,24 +135,29 @@ def _inflated(body: memoryview, step: int) -> Iterator[bytes]:
 
 
 def _unzstd(body: memoryview, step: int) -> Iterator[bytes]:
-    """Frames one after another (a resumed recording starts a new one), each bounded."""
+    """Frames one after another (a resumed recording starts a new one), each bounded.
+
+    A frame's end is found where its decompressor's unused input starts, and the next
+    frame is read from there: nothing of the file is copied (a file of many tiny frames
+    costs its length, not its length times its frames).
+    """
     options: dict[int, int] = {zstd.DecompressionParameter.window_log_max: _WINDOW_LOG_MAX}
     unzstd = zstd.ZstdDecompressor(options=options)
     at = 0
     while True:
         if unzstd.eof:
-            left = unzstd.unused_data + bytes(body[at:])
-            if not left:
+            at -= len(unzstd.unused_data)  # where this frame ended
+            if at >= len(body):
                 return
-            if not left.startswith(_FRAME_MAGIC):
-                raise StreamError(f"{len(left)} unexpected bytes after the end of the stream")
+            if body[at : at + len(_FRAME_MAGIC)] != _FRAME_MAGIC:
+                raise StreamError(f"{len(body) - at} unexpected bytes after the end of the stream")
             unzstd = zstd.ZstdDecompressor(options=options)
-            feed: bytes | memoryview = left
-            at = len(body)
-        elif unzstd.needs_input:
+            continue
+        if unzstd.needs_input:
             if at >= len(body):
                 return  # cut short (or still being written): the reader counts the tail
-            feed, at = body[at : at + _FEED], at + _FEED
+            feed: bytes | memoryview = body[at : at + _FEED]
+            at += len(feed)
         else:
             feed = b""  # output still inside the decompressor
         try:

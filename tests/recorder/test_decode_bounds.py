@@ -15,6 +15,7 @@ import pytest
 
 from bench import _bombs
 from recorder import CassetteCorrupt, _bounds, _codec, read_cassette
+from recorder._streams import zstd
 from tests.helpers import REPO, replay
 
 MIB = 1 << 20
@@ -108,3 +109,17 @@ def test_the_writer_stops_before_a_record_the_reader_would_refuse() -> None:
         encoder.encode({"kind": "warning", "t": 0.0, "message": "x" * (33 * MIB)})
     encoded = encoder.preamble() + encoder.encode({"kind": "warning", "t": 0.0, "message": "ok"})
     assert _codec.decode(encoded).records == [{"kind": "warning", "t": 0.0, "message": "ok"}]
+
+
+def test_frames_one_after_another_are_read_through_empty_ones() -> None:
+    # A resumed recording starts a new zstd frame; a hostile file can hold many. Each is
+    # read from where the last ended (the file's rest was once copied at every frame's end).
+    first, second = _codec.Encoder(), _codec.Encoder()
+    a = {"kind": "warning", "t": 0.0, "message": "a"}
+    b = {"kind": "warning", "t": 1.0, "message": "b"}
+    empty = zstd.ZstdCompressor().compress(b"", zstd.ZstdCompressor.FLUSH_FRAME)
+    data = first.preamble() + first.encode(a) + first.finish() + empty * 50_000
+    data += second.encode(b) + second.finish()
+    assert _codec.decode(data).records == [a, b]
+    with pytest.raises(_codec.DecodeError, match="5 unexpected bytes after the end"):
+        _codec.decode(data + b"junk!")
