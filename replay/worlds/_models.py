@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 CACHE_BYTES = 64 << 20
-"""At most this much pickled content is kept (oldest first out)."""
+"""At most this much is kept, pickled models with their keys' stored rows (oldest first out)."""
 
 
 class ModelCache:
@@ -34,7 +34,8 @@ class ModelCache:
     def __init__(self, limit: int = CACHE_BYTES) -> None:
         self._limit = limit
         self._size = 0
-        self._kept: dict[Hashable, tuple[bytes, str]] = {}
+        self._kept: dict[Hashable, tuple[bytes, str, int]] = {}
+        """(pickled model, fingerprint, bytes they and their key take) by key."""
         self._refused: set[type[BaseModel]] = set()
         self._lock = threading.Lock()
 
@@ -61,11 +62,11 @@ class ModelCache:
             except Exception:  # (pickle raises what the object's reducer raises)
                 self._refused.add(model)
             else:
-                self._keep((model, key), blob, text)
+                self._keep((model, key), blob, text, _size(key))
         return obj, text
 
-    def _keep(self, key: Hashable, blob: bytes, text: str) -> None:
-        size = len(blob) + len(text)
+    def _keep(self, key: Hashable, blob: bytes, text: str, keyed: int) -> None:
+        size = len(blob) + len(text) + keyed
         if size > self._limit:
             return
         with self._lock:
@@ -73,10 +74,18 @@ class ModelCache:
                 return
             while self._kept and self._size + size > self._limit:
                 oldest = next(iter(self._kept))
-                gone = self._kept.pop(oldest)
-                self._size -= len(gone[0]) + len(gone[1])
-            self._kept[key] = (blob, text)
+                self._size -= self._kept.pop(oldest)[2]
+            self._kept[key] = (blob, text, size)
             self._size += size
+
+
+def _size(key: object) -> int:
+    """Bytes of the text and blobs in a key (a row's stored values)."""
+    if isinstance(key, (str, bytes)):
+        return len(key)
+    if isinstance(key, tuple):
+        return sum(_size(part) for part in key)
+    return 8
 
 
 MODELS = ModelCache()

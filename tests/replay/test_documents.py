@@ -280,3 +280,22 @@ def test_a_kept_model_is_handed_out_as_a_fresh_copy_each_read(fixture: Fixture) 
     docs = Documents(world.conn, {"users": Kept})
     assert docs.users["noah_park_1"].name["first"] == "Noah"
     assert docs.users["noah_park_1"].model_fields_set == reads[1].model_fields_set
+
+
+def test_the_kept_models_stay_within_their_bound(fixture: Fixture) -> None:
+    # The bound counts each kept model, its fingerprint and its row (the key): a cache
+    # smaller than one entry keeps none, and every read validates again.
+    from replay.worlds._models import ModelCache
+
+    world = fixture.open()
+    docs = Documents(world.conn, {"users": Kept})
+    row = docs.users._row("noah_park_1")
+    assert row is not None
+    key = ("users", *row.stored())
+    fingerprint = Kept.model_dump_json
+    KEPT_VALIDATED.clear()
+    tiny, roomy = ModelCache(limit=200), ModelCache(limit=1 << 20)
+    for cache in (tiny, tiny, roomy, roomy):
+        got, _ = cache.load(Kept, key, row.fields, fingerprint)
+        assert got.name == {"first": "Noah", "last": "Park"}
+    assert KEPT_VALIDATED == ["silver", "silver", "silver"]  # tiny twice, roomy once
