@@ -11,6 +11,12 @@ fixture does. The incumbent, in the same run: ``shutil.copyfile`` of the
 fixture to a fresh trial file, the cost of a file-copy reset (no fsync, the
 source hot in the page cache: its best case).
 
+The load is a target of its own at 1 GB (``LOAD_*``): its time, and the
+process's peak memory when it returns (the high-water mark is reset just
+before it, so building the fixture does not count). The content hash is
+timed again alone on the world, against the v1 hash (``repr`` of every row)
+it replaced.
+
 Each size runs in a child process, so its peak memory is its own.
 
 Run alone: ``python -m bench.world_reset [--quick]``.
@@ -19,6 +25,7 @@ Run alone: ``python -m bench.world_reset [--quick]``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import random
@@ -41,6 +48,12 @@ from ._report import mb, ratio, secs, table, timed
 FULL_SIZES = (10_000_000, 100_000_000, 1_000_000_000)
 QUICK_SIZES = (10_000_000,)
 TARGET_S = 1e-3
+LOAD_SIZE = 1_000_000_000
+"""The fixture size the load targets are held at (the quick run does not reach it)."""
+LOAD_TARGET_S = 3.0
+LOAD_TARGET_RSS = 1.5e9
+V1_PIN = "0" * 16
+"""Any 16 hex digits: ``world_hash(conn, like=V1_PIN)`` is the v1 hash."""
 RESETS = 50
 WARMUP = 3
 REBUILDS = 3
@@ -68,11 +81,15 @@ class SizeResult:
     rows: int
     build_s: float
     load_s: float
-    """``Fixture.load`` (backup into memory, content hash, serialize), once."""
+    """``Fixture.load`` (SQLite hashes the file's rows, then its bytes are read), once."""
+    load_rss: int
+    """Peak resident bytes when ``Fixture.load`` returns (0: unknown)."""
     open_s: float
     """``fixture.open()``, once."""
     hash_s: float
     """``world_hash`` of the world after the last reset (it is also in ``load_s``)."""
+    v1_hash_s: float
+    """The v1 ``world_hash`` of the same world (``repr`` of every row: the incumbent)."""
     resets: list[float]
     rebuild_s: float
     """``reset()`` after a tool ended the transaction with a raw ``COMMIT``: a rebuild."""
@@ -108,6 +125,11 @@ class ResetResult:
     @property
     def ok(self) -> bool:
         return all(s.ok for s in self.sizes)
+
+    @property
+    def load(self) -> SizeResult | None:
+        """The size the load targets are held at, if this run measured it."""
+        return next((s for s in self.sizes if s.target >= LOAD_SIZE), None)
 
 
 def build_fixture(path: Path, size: int) -> int:
@@ -212,13 +234,21 @@ def _rss() -> tuple[int, int]:
     return 0, peak * (1 if sys.platform == "darwin" else 1024)
 
 
+def _reset_peak() -> None:
+    """Start the peak (``VmHWM``) afresh from here, where Linux allows it."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
 def measure_size(size: int, workdir: Path) -> SizeResult:
     """Build one fixture, then time our resets and the file copies (in this process)."""
     t_start = time.perf_counter()
     base_rss, _ = _rss()
     db, copy = workdir / f"fixture-{size}.db", workdir / f"trial-{size}.db"
     build_s, rows = timed(lambda: build_fixture(db, size))
+    _reset_peak()
     load_s, fixture = timed(lambda: Fixture.load(db))
+    _, load_rss = _rss()
     open_s, world = timed(fixture.open)
     assert isinstance(world, World)
     rng = random.Random(size)
@@ -235,6 +265,7 @@ def measure_size(size: int, workdir: Path) -> SizeResult:
     assert world.rebuilds == 0, f"{world.rebuilds} resets rebuilt the world from the fixture"
     hash_s, digest = timed(lambda: world_hash(world.conn))
     assert digest == fixture.hash, "after the resets the world no longer hashes as the fixture"
+    v1_hash_s, _ = timed(lambda: world_hash(world.conn, like=V1_PIN))
     # A tool that ends the transaction itself: the next reset rebuilds from the bytes.
     rebuilds = []
     for i in range(REBUILDS):
@@ -256,8 +287,10 @@ def measure_size(size: int, workdir: Path) -> SizeResult:
         rows=rows,
         build_s=build_s,
         load_s=load_s,
+        load_rss=load_rss,
         open_s=open_s,
         hash_s=hash_s,
+        v1_hash_s=v1_hash_s,
         resets=resets,
         rebuild_s=statistics.median(rebuilds),
         copies=copies,
@@ -316,7 +349,10 @@ def report(r: ResetResult) -> str:
             "fixture",
             "build .db",
             "Fixture.load",
+            "load peak",
             "world_hash",
+            "v1 hash",
+            "v1 / hash",
             "open",
             "rebuild reset",
             "peak RSS",
@@ -327,7 +363,10 @@ def report(r: ResetResult) -> str:
                 label(s.target),
                 secs(s.build_s),
                 secs(s.load_s),
+                mb(s.load_rss) if s.load_rss else "n/a",
                 secs(s.hash_s),
+                secs(s.v1_hash_s),
+                ratio(s.v1_hash_s, s.hash_s),
                 secs(s.open_s),
                 secs(s.rebuild_s),
                 f"{mb(s.peak_rss)} (+{mb(s.peak_rss - s.base_rss)})" if s.peak_rss else "n/a",
@@ -346,12 +385,16 @@ def report(r: ResetResult) -> str:
         f"  no fsync, source in the page cache; medians of {reps}.",
         "",
         once,
-        "  Fixture.load = backup into memory + world_hash (content hash, every row in Python) + "
-        "serialize; world_hash",
-        "  is timed again alone on the world. rebuild reset = reset() after a tool ran a raw "
+        "  Fixture.load = world_hash (v2: rows packed in bulk with msgpack) through a memory map, "
+        "then the .db file's bytes,",
+        "  in one read transaction. load peak: the process's high-water mark when it returns "
+        f"(target at {label(LOAD_SIZE)}: <= {secs(LOAD_TARGET_S)},",
+        f"  <= {mb(LOAD_TARGET_RSS)}). world_hash is timed again alone on the world, and the v1 "
+        "hash (repr of every row, what",
+        "  pins before v2 hold) on the same world. rebuild reset = reset() after a tool ran a raw "
         f"COMMIT (median of {REBUILDS}).",
-        "  peak RSS: the child process's high-water mark (VmHWM; in brackets: above its RSS "
-        "before the fixture was built).",
+        "  peak RSS: the child process's high-water mark from the load on (VmHWM;",
+        "  in brackets: above its RSS before the fixture was built).",
     ]
     return "\n".join(lines)
 

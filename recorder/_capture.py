@@ -18,7 +18,6 @@ Limits, each reported or documented rather than guessed around:
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import sqlite3
@@ -30,6 +29,7 @@ from typing import Any
 
 from ._delta import DeltaBuilder
 from ._schema import Scalar, WorldDelta
+from ._world_hash import world_hash as world_hash  # (imported from here by the package)
 
 _instances = itertools.count(1)
 _CHUNK = 100  # json_array arguments per call; SQLite allows at most 127 by default
@@ -404,28 +404,3 @@ def keep_capture(conn: sqlite3.Connection) -> Callable[[], None]:
     capture._kept = (capture._schema_version, dict(capture._tables), dict(capture._slots))
     _kept[id(conn)] = capture
     return capture._release
-
-
-def world_hash(conn: sqlite3.Connection) -> str:
-    """Return the first 16 hex digits of a sha256 of the database's content.
-
-    Content, not bytes: the schema and every row in key order, so a world
-    built from the same fixture hashes the same in a file or in memory.
-    Costs one read of the database; pass ``Pins(fixture_hash=...)`` to skip it.
-    """
-    digest = hashlib.sha256()
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    schema = cursor.execute(
-        "SELECT type, name, sql FROM main.sqlite_master "
-        "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name"
-    ).fetchall()
-    for kind, name, sql in schema:
-        digest.update(json.dumps([kind, name, sql]).encode())
-        if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL"):
-            info = cursor.execute(f"PRAGMA main.table_info({_q(name)})").fetchall()
-            pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
-            order = ", ".join(_q(c) for c in pk) if pk else "_rowid_"
-            for row in cursor.execute(f"SELECT * FROM main.{_q(name)} ORDER BY {order}"):
-                digest.update(repr(row).encode())
-    return digest.hexdigest()[:16]

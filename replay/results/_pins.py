@@ -14,6 +14,30 @@ compared unless ``strict_pins`` (installing an extra turns ``--isolation auto`` 
 the runs still measure the same agent)."""
 
 
+_V2 = "v2:"
+"""How a version 2 fixture hash starts (``recorder.world_hash``); a version 1 one is 16 hex
+digits."""
+
+
+def _rehashed(x: Any, y: Any) -> bool:
+    """Fixture pins (by case) that differ only where one side's hash is of another version.
+
+    Decided: such runs are not compared (the fixture may have changed too, and no hash
+    says); the refusal says how to compare them.
+    """
+    if not isinstance(x, dict) or not isinstance(y, dict) or x.keys() != y.keys():
+        return False
+    return all(
+        x[k] == y[k]
+        or (
+            isinstance(x[k], str)
+            and isinstance(y[k], str)
+            and x[k].startswith(_V2) != y[k].startswith(_V2)
+        )
+        for k in x
+    )
+
+
 def pin_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, str]:
     """Pins whose values differ, each with a short description of how."""
     out = {}
@@ -39,6 +63,11 @@ def comparable(
     """
     differing = pin_differences(a, b)
     allowed = set(vary) if vary else set(VARIABLE_PINS)
+    if "fixtures" in differing and _rehashed(a.get("fixtures"), b.get("fixtures")):
+        differing["fixtures"] = (
+            "one run pins them by the former fixture hash (v1), which this version's (v2) "
+            "cannot be checked against: run the baseline again with this version"
+        )
     noted = {} if strict else {k: v for k, v in differing.items() if k in NOTED_PINS}
     beyond = {k: v for k, v in differing.items() if k not in allowed and k not in noted}
     varied = [k for k in differing if k in allowed]

@@ -1,15 +1,17 @@
 """Worlds: a fixture loaded once, and a fresh in-memory copy of it per trial.
 
 A ``Fixture`` is built once from a ``.sql`` script, a JSON dict-of-tables or
-a ``.db`` file, and kept as bytes (``Connection.serialize``): worlds travel
-as bytes, with no shared file. A ``World`` is an in-memory database made
-from those bytes; everything a trial does happens inside one transaction
-that ``reset()`` rolls back, so a reset costs what the trial changed, not
-the size of the fixture. Tools get ``world.conn``: their ``commit()`` (and
-``with conn:``) mark a savepoint instead of ending that transaction, and
-their ``rollback()`` returns to it. A tool that ends the transaction
-itself (a raw ``COMMIT``) is detected; the next reset then rebuilds the
-world from the fixture's bytes (correct, but costs the fixture's size).
+a ``.db`` file, and kept as bytes (a ``.db`` file's own, read in the read
+transaction that hashes it; ``Connection.serialize`` of the others): worlds
+travel as bytes, with no shared file. A ``World`` is an in-memory database
+made from those bytes; everything a trial does happens inside one
+transaction that ``reset()`` rolls back, so a reset costs what the trial
+changed, not the size of the fixture. Tools get ``world.conn``: their
+``commit()`` (and ``with conn:``) mark a savepoint instead of ending that
+transaction, and their ``rollback()`` returns to it. A tool that ends the
+transaction itself (a raw ``COMMIT``) is detected; the next reset then
+rebuilds the world from the fixture's bytes (correct, but costs the
+fixture's size).
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ import functools
 import json
 import sqlite3
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
 from recorder import FixtureError, WorldDelta, keep_capture, world_hash
 
-from ._documents import is_documents, load_collection
+from ._files import load_json, read_database, rollback_journal
 
 _SAVEPOINT = "_replay_commit"
 
@@ -72,7 +73,8 @@ class Fixture:
 
     Attributes:
         source: Where it was built from.
-        hash: Content hash (schema and rows), the ``fixture_hash`` pin.
+        hash: Content hash (schema and rows), the ``fixture_hash`` pin (``world_hash``;
+            check a recorded one with ``matches``).
         size: Bytes of the database.
         collections: Tables that are document collections (records keyed by id,
             see ``_documents``): records may gain fields, so a case's
@@ -81,24 +83,41 @@ class Fixture:
 
     def __init__(
         self,
-        template: sqlite3.Connection,
+        template: sqlite3.Connection | bytes,
         source: str,
         hash: str | None = None,
         *,
         collections: frozenset[str] = frozenset(),
     ) -> None:
+        """Keep ``template`` (a database, or its bytes); hash it unless ``hash`` is given.
+
+        A connection is closed once serialized (kept as the template on Python 3.10).
+        """
         self.source = source
-        self.hash = hash or world_hash(template)
         self.collections = collections
         self._data: bytes | None = None
+        self._template: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        serialize = getattr(template, "serialize", None)
-        if serialize is not None:
-            self._data = serialize()
-            template.close()
-            self._template: sqlite3.Connection | None = None
-        else:  # Python 3.10: no serialize; keep the template and copy it with the backup API
-            self._template = template
+        self._pins: dict[str, bool] = {}
+        """Recorded hashes other than ``hash`` checked so far, and whether each is this world's."""
+        if isinstance(template, bytes):
+            self._data = template
+            if hash is None:
+                conn = sqlite3.connect(":memory:")
+                try:
+                    self._fill(conn)
+                    hash = world_hash(conn)
+                finally:
+                    conn.close()
+            self.hash = hash
+        else:
+            self.hash = hash or world_hash(template)
+            serialize = getattr(template, "serialize", None)
+            if serialize is not None:
+                self._data = rollback_journal(serialize())
+                template.close()
+            else:  # Python 3.10: no serialize; keep the template and copy it with backup
+                self._template = template
         if self._data is not None:
             self.size = len(self._data)
         else:
@@ -110,8 +129,18 @@ class Fixture:
     def load(cls, path: str | Path) -> Fixture:
         """Build a fixture from a ``.sql``, ``.json`` or ``.db``/``.sqlite`` file.
 
+        A ``.db`` file is read once: its bytes, and its hash from SQLite reading
+        it, in one read transaction (which SQLite writers wait for; a file whose
+        size or times change meanwhile, written by something else, is refused).
+        A database in WAL mode whose ``-wal`` file holds pages (or gets some
+        while it is hashed: a WAL writer does not wait) is copied through SQLite
+        instead: that costs twice its size more memory while loading. The rows
+        are hashed through a memory map: a program other than SQLite that
+        truncates the file meanwhile kills this process (SIGBUS).
+
         Raises:
-            FixtureError: The file is missing or cannot be turned into a world.
+            FixtureError: The file is missing, changed while it was read, or
+                cannot be turned into a world.
         """
         path = Path(path)
         if not path.exists():
@@ -125,8 +154,12 @@ class Fixture:
             if suffix == ".sql":
                 conn.executescript(path.read_text(encoding="utf-8"))
             elif suffix == ".json":
-                collections = _load_json(conn, json.loads(path.read_text(encoding="utf-8")))
+                collections = load_json(conn, json.loads(path.read_text(encoding="utf-8")))
             elif suffix in (".db", ".sqlite", ".sqlite3"):
+                read = read_database(path) if hasattr(conn, "deserialize") else None
+                if read is not None:
+                    conn.close()
+                    return cls(read[0], str(path), read[1])
                 source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
                 try:
                     source.backup(conn)
@@ -143,7 +176,7 @@ class Fixture:
         except FixtureError:
             conn.close()
             raise
-        except (sqlite3.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
+        except (sqlite3.Error, OSError, ValueError, TypeError, UnicodeDecodeError) as exc:
             conn.close()
             raise FixtureError(f"cannot build the world ({exc})", path=path) from None
 
@@ -155,9 +188,32 @@ class Fixture:
     @classmethod
     def from_bytes(cls, data: bytes, source: str, hash: str) -> Fixture:
         """Rebuild a fixture from ``data`` (see ``data``), e.g. in a worker process."""
-        conn = sqlite3.connect(":memory:", check_same_thread=False)
-        conn.deserialize(data)  # type: ignore[attr-defined]
-        return cls(conn, source, hash)
+        return cls(data, source, hash)
+
+    def matches(self, pin: str) -> bool:
+        """Whether ``pin``, a recorded ``fixture_hash``, is this fixture's.
+
+        A pin of an older hash version (``world_hash``) is checked with that
+        version's function, on a copy of the world: once per pin, costing the
+        fixture's size in memory and time while it runs.
+        """
+        if pin == self.hash:
+            return True
+        if pin[:3] == self.hash[:3] == "v2:":  # (the same version: another world)
+            return False
+        with self._lock:
+            known = self._pins.get(pin)
+            if known is None:
+                conn = sqlite3.connect(":memory:")
+                try:
+                    self._fill_unlocked(conn)
+                    known = world_hash(conn, like=pin) == pin
+                except ValueError:  # of no version known here: not this world's
+                    known = False
+                finally:
+                    conn.close()
+                self._pins[pin] = known
+        return known
 
     def open(self) -> World:
         """Return a fresh world for one trial (costs the fixture's size, once)."""
@@ -171,9 +227,15 @@ class Fixture:
         if self._data is not None:
             conn.deserialize(self._data)  # type: ignore[attr-defined]
         else:
-            assert self._template is not None
             with self._lock:  # one backup at a time from the shared template
-                self._template.backup(conn)
+                self._fill_unlocked(conn)
+
+    def _fill_unlocked(self, conn: sqlite3.Connection) -> None:
+        if self._data is not None:
+            conn.deserialize(self._data)  # type: ignore[attr-defined]
+        else:
+            assert self._template is not None
+            self._template.backup(conn)
 
 
 _shipped: dict[str, Fixture] = {}
@@ -234,6 +296,8 @@ class World:
             self.rebuilds += 1
             run(self.conn, "DELETE FROM temp._replay_epoch")
             self._release_capture()  # armed on the database being replaced
+            if self.fixture.data is not None:  # free this world before its copy is made
+                self.conn.deserialize(_empty())  # type: ignore[attr-defined]
             self.fixture._fill(self.conn)
             self._release_capture = keep_capture(self.conn)
         self._begin()
@@ -260,6 +324,17 @@ class World:
         """Drop the world."""
         self._release_capture()
         self.conn.close()
+
+
+@functools.cache
+def _empty() -> bytes:
+    """A database with nothing in it (one page): what a world holds while it is rebuilt."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("PRAGMA user_version = 1")  # (a write: the page exists to serialize)
+        return conn.serialize()  # type: ignore[attr-defined,no-any-return]
+    finally:
+        conn.close()
 
 
 def _quoted(name: str) -> str:
@@ -318,50 +393,3 @@ def primary_keys(conn: sqlite3.Connection) -> dict[str, list[str]]:
         info = conn.execute(f"PRAGMA table_info({_quoted(name)})").fetchall()
         keys[name] = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
     return keys
-
-
-def _load_json(conn: sqlite3.Connection, data: Any) -> frozenset[str]:
-    """Tables from ``{"table": [rows...]}``, ``{"table": {"pk": "col", "rows": [...]}}``.
-
-    Also document collections, ``{"users": {"mia_li_3668": {...}}}`` (see ``_documents``).
-
-    Without an explicit ``pk``, a column named ``id`` is the primary key. An
-    empty table needs its ``columns`` (``{"id": "integer", "name": "text"}``).
-    Returns the names of the document collections.
-    """
-    if not isinstance(data, Mapping):
-        raise ValueError('a JSON fixture is an object of tables: {"table": [rows...]}')
-    import sqlite_utils  # (here, not at import: it imports pandas and numpy where installed)
-
-    db = sqlite_utils.Database(conn)
-    collections = set()
-    for table, spec in data.items():
-        if is_documents(spec):
-            load_collection(conn, table, spec)
-            collections.add(table)
-            continue
-        if isinstance(spec, Mapping):
-            rows, pk, columns = spec.get("rows", []), spec.get("pk"), spec.get("columns")
-        else:
-            rows, pk, columns = spec, None, None
-        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
-            raise ValueError(f"table {table!r} must be a list of row objects")
-        if pk is None and rows and all("id" in r for r in rows):
-            pk = "id"
-        if columns:
-            types = {"integer": int, "real": float, "float": float, "text": str, "blob": bytes}
-            try:
-                db.table(table).create({c: types[t.lower()] for c, t in columns.items()}, pk=pk)
-            except (KeyError, AttributeError):
-                raise ValueError(
-                    f"table {table!r}: columns map names to {', '.join(types)}"
-                ) from None
-        elif not rows:
-            raise ValueError(
-                f'table {table!r} has no rows: give {{"columns": {{"id": "integer", ...}}, '
-                '"rows": []}} to create it empty'
-            )
-        if pk is not None and rows and not any(pk in r for r in rows) and not columns:
-            raise ValueError(f"table {table!r}: pk {pk!r} is not a column of its rows")
-        db.table(table).insert_all(rows, pk=pk, alter=True)
-    return frozenset(collections)

@@ -428,3 +428,18 @@ def test_walls_are_noted_not_blocking_unless_strict(store: str, tmp_path: Path) 
         "gate", "--baseline", "base", "--candidate", "walled", "--store", copy, "--strict-pins"
     )
     assert code == 2 and "differ in more than the variable under test: isolation" in err
+
+
+def test_a_baseline_pinned_by_the_former_fixture_hash_is_refused_with_what_to_do() -> None:
+    """Runs recorded before fixture hash v2 pin 16-hex v1 hashes: not comparable with v2
+    (the fixture may have changed too): refused, saying to run the baseline again."""
+    from replay.results._pins import comparable
+
+    v2 = "v2:00112233445566aa"
+    old = {"agent": "a", "fixtures": {"c1": "0123456789abcdef", "c2": v2}}
+    new = {"agent": "a", "fixtures": {"c1": "v2:0a1b2c3d4e5f6a7b", "c2": v2}}
+    refused = comparable(old, new, (), strict=False)
+    assert isinstance(refused, str) and "run the baseline again with this version" in refused
+    changed = {"agent": "a", "fixtures": {"c1": "v2:0a1b2c3d4e5f6a7b", "c2": "v2:ffff"}}
+    refused = comparable(new, changed, (), strict=False)
+    assert isinstance(refused, str) and "c2: 'v2:00112233445566aa' -> 'v2:ffff'" in refused
