@@ -134,17 +134,16 @@ def gate_command(
         allow_underpowered=allow_underpowered,
         fdr=fdr,
     )
-    result = gate(
-        Store(store, create=False), baseline, candidate, thresholds, vary=vary,
-        strict_pins=strict_pins,
-    )  # fmt: skip
-    for check in result.checks:
-        mark = "ok  " if check.holds else "????" if check.undecided else "FAIL"
-        click.echo(f"{mark} {printable(check.text)}")
-    for note in result.notes:
-        click.echo(f"     {printable(note)}")
-    if junit is not None:
-        write_junit(result, junit, candidate)
+    results = Store(store, create=False)
+    with results.snapshot():  # (--junit's cases read as the checks were: a run writing)
+        result = gate(results, baseline, candidate, thresholds, vary=vary, strict_pins=strict_pins)
+        for check in result.checks:
+            mark = "ok  " if check.holds else "????" if check.undecided else "FAIL"
+            click.echo(f"{mark} {printable(check.text)}")
+        for note in result.notes:
+            click.echo(f"     {printable(note)}")
+        if junit is not None:
+            write_junit(result, junit, candidate)
     against = f"against {baseline}" if baseline else "on its own (no baseline)"
     verdict = "holds" if result.holds else "cannot decide" if result.undecided else "does not hold"
     click.echo(printable(f"gate {verdict}: {candidate} {against}"))

@@ -43,15 +43,16 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None, confide
     if html_file is not None and as_json:
         raise click.UsageError("--html and --json cannot be used together")
     results = Store(store, create=False)
-    if html_file is not None:
-        _write(html_file, run_html(results, run, confidence=confidence))
-        return
-    result = build_report(results, run, confidence=confidence)
-    if as_json:  # (written as it goes: a 100,000-trial run's JSON is tens of MB)
-        report_json_text(result, lambda text: click.echo(text, nl=False))
-        click.echo()
-        return
-    render_report(result, console())
+    with results.snapshot():  # (a run still writing: its counts and trials agree)
+        if html_file is not None:
+            _write(html_file, run_html(results, run, confidence=confidence))
+            return
+        result = build_report(results, run, confidence=confidence)
+        if as_json:  # (written as it goes: a 100,000-trial run's JSON is tens of MB)
+            report_json_text(result, lambda text: click.echo(text, nl=False))
+            click.echo()
+            return
+        render_report(result, console())
 
 
 def _write(path: Path, page: str) -> None:

@@ -22,7 +22,7 @@ from ._calibration import (
 from ._causes import CauseGroup, FailedTrial
 from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
 from ._files import write_whole
-from ._gate import GateCheck, GateResult, Thresholds, gate, write_junit
+from ._gate import GateCheck, GateResult, Thresholds, gate
 from ._health import (
     MIN_SIDE,
     MIN_TRIALS,
@@ -33,6 +33,7 @@ from ._health import (
     suite_balance,
     suite_health,
 )
+from ._junit import write_junit
 from ._metrics import (
     CaseCounts,
     CaseMetrics,

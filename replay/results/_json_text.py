@@ -19,6 +19,30 @@ _PIECES = 4096
 _SPECIAL = {float("inf"): "Infinity", float("-inf"): "-Infinity"}
 
 
+class Rendered:
+    """A list whose items are JSON text already: ``items(pad)`` gives each at the indent ``pad``.
+
+    (``report --json`` writes a run's trials from their rows, not as data.)
+    """
+
+    def __init__(self, items: Callable[[str], Iterable[str]]) -> None:
+        self.items = items
+
+
+class Text:
+    """A value whose JSON text is given: ``render(pad)`` gives it at the indent ``pad``."""
+
+    def __init__(self, render: Callable[[str], str]) -> None:
+        self.render = render
+
+
+def json_text(value: Any, pad: str) -> str:
+    """``value``'s JSON text as ``write_json`` writes it at the indent ``pad``."""
+    pieces: list[str] = []
+    _Writer(pieces.append).value(value, pad)
+    return "".join(pieces)
+
+
 def write_json(value: Any, write: Callable[[str], object]) -> None:
     """Write ``value`` as ``json.dumps(value, indent=2)`` would (iterators as lists).
 
@@ -74,6 +98,10 @@ class _Writer:
             self._items(value, pad)
         elif isinstance(value, (list, tuple, Iterator)):
             self._list(value, pad)
+        elif isinstance(value, Rendered):
+            self._rendered(value, pad)
+        elif isinstance(value, Text):
+            self.out.append(value.render(pad))
         else:
             raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
@@ -116,6 +144,30 @@ class _Writer:
                     out.clear()
             head = comma
         out.append("[]" if head[0] == "[" else pad + "]")
+
+    def _rendered(self, value: Rendered, pad: str) -> None:
+        out, inner = self.out, pad + "  "
+        head, comma = "[" + inner, "," + inner
+        for text in value.items(inner):
+            out.append(head + text)
+            head = comma
+            if len(out) >= _PIECES:
+                self.write("".join(out))
+                out.clear()
+        out.append("[]" if head[0] == "[" else pad + "]")
+
+
+def scalar_text(value: Any) -> str:
+    """A JSON scalar (a string, number, bool or None) as ``json.dumps`` writes it."""
+    scalar = _SCALARS.get(type(value))
+    if scalar is None:
+        raise TypeError(f"Object of type {type(value).__name__} is not a JSON scalar here")
+    return scalar(value)
+
+
+def string_text(value: str) -> str:
+    """A string as ``json.dumps`` writes it."""
+    return _string(value)
 
 
 def _key(key: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections import Counter
@@ -158,7 +159,21 @@ def case_metrics(
     wanted = sorted(set(range(1, n + 1) if ks is None else ks))
     if wanted and wanted[0] < 1:
         raise ValueError(f"k must be >= 1 (got k={wanted[0]})")
-    usable = {k for k in wanted if k <= n}
+    return CaseMetrics(counts, *_figures(n, c, tuple(k for k in wanted if k <= n), confidence))
+
+
+_Figures = tuple[
+    dict[int, float], dict[int, float], Interval | None, dict[int, Interval], dict[int, Interval]
+]
+
+
+@functools.lru_cache(maxsize=4096)
+def _figures(n: int, c: int, usable: tuple[int, ...], confidence: float) -> _Figures:
+    """``case_metrics``' figures of ``c`` passes in ``n``, for the k in ``usable``.
+
+    (Cases of a large run share their counts: each pair is computed once. The mappings
+    are shared, and read only.)
+    """
     at: dict[int, float] = {}
     hat: dict[int, float] = {}
     at_ci: dict[int, Interval] = {}
@@ -170,16 +185,17 @@ def case_metrics(
     ratio_hat = ratio_miss = 1.0
     low_k = high_k = miss_low = miss_high = 1.0
     low, high = rate if rate else (0.0, 0.0)
+    wanted = set(usable)
     for k in range(1, max(usable, default=0) + 1):
         ratio_hat *= max(c - k + 1, 0) / (n - k + 1)
         ratio_miss *= max(n - c - k + 1, 0) / (n - k + 1)
         low_k, high_k = low_k * low, high_k * high
         miss_low, miss_high = miss_low * (1 - low), miss_high * (1 - high)
-        if k in usable:
+        if k in wanted:
             hat[k], at[k] = ratio_hat, 1.0 - ratio_miss
             hat_ci[k] = Interval(min(low_k, hat[k]), max(high_k, hat[k]))
             at_ci[k] = Interval(min(1 - miss_low, at[k]), max(1 - miss_high, at[k]))
-    return CaseMetrics(counts, at, hat, rate, at_ci, hat_ci)
+    return at, hat, rate, at_ci, hat_ci
 
 
 SUITE_METHOD = (

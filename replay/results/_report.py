@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from recorder import ConfigError
 
 from ..cases import Expects
-from ..graders import Cause, Verdict
-from ._causes import CauseGroup, cause_groups
-from ._json_text import write_json
+from ..graders import Cause
+from ._causes import CauseGroup
+from ._json_text import Rendered, Text, json_text, write_json
 from ._metrics import (
     CONFIDENCE,
     CaseCounts,
@@ -24,12 +25,11 @@ from ._metrics import (
     suite_of,
 )
 from ._record import TrialRecord
+from ._rows import UNDECLARED, failed_texts, read_rows, trial_texts
 from ._store import Store
 from ._summaries import CaseSummary
-from ._tooluse import ToolUse, run_tool_use
+from ._tooluse import ToolUse
 
-UNDECLARED = "undeclared"
-"""The direction of a case that declares none (``expects:`` unset)."""
 DIRECTIONS = (Expects.ACT.value, Expects.REFRAIN.value, UNDECLARED)
 """The directions, in the order reports list them."""
 
@@ -72,8 +72,6 @@ class RunReport:
     tool_use: ToolUse
     guards: dict[str, int]
     """Per limit that fired in the run's trials: how many trials it cut (each an ``error``)."""
-    trials: list[TrialRecord] = field(default_factory=list)
-    """Every trial, by case and index, as the store holds it."""
     causes: list[CauseGroup] = field(default_factory=list)
     """Every failure cause, in ``FailureCause`` order (empty ones too), each with the trials
     it is the primary cause of: the trials that did not pass, one cause each."""
@@ -83,6 +81,21 @@ class RunReport:
     partial: ShareSummary | None = None
     """The spread of partial credit over every graded trial that records it, and the mean
     of its cases' means."""
+    store: Store | None = field(default=None, repr=False, compare=False)
+    """The store the report was read from (where ``trials`` come from)."""
+    _trials: list[TrialRecord] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def trials(self) -> list[TrialRecord]:
+        """Every trial, by case and index, as the store holds it, with its grades.
+
+        Read from the store when first asked for (a report itself reads no trial record:
+        a 100,000-trial run's take seconds).
+        """
+        if self._trials is None:
+            read = self.store.trials(self.name) if self.store is not None else []
+            object.__setattr__(self, "_trials", read)
+        return self._trials  # type: ignore[return-value]
 
     def by_direction(self) -> list[tuple[str, int, SuiteMetrics, list[int]]]:
         """Each direction the run has: its name, cases, figures, and the k its cases all reach.
@@ -124,6 +137,12 @@ def worst_first(cases: Iterable[CaseReport]) -> list[CaseReport]:
     return sorted(cases, key=key)
 
 
+def no_run(store: Store, name: str) -> ConfigError:
+    """The error for a run the store does not hold, naming those it does."""
+    known = ", ".join(store.runs()) or "none"
+    return ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
+
+
 def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> RunReport:
     """Compute the report of a stored run (intervals at ``confidence``).
 
@@ -132,48 +151,41 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
     """
     run = store.run(name)
     if run is None:
-        known = ", ".join(store.runs()) or "none"
-        raise ConfigError(f"no run {name!r} in {store.path} (runs: {known})")
-    trials = store.trials(name)
-    # What is counted, the store counted as the trials were stored.
+        raise no_run(store, name)
+    # What is counted, the store counted as the trials were stored; the rest is read from
+    # a few columns of the trials' rows (``_rows``), never their records.
     summaries = {s.case_id: s for s in store.case_summaries(name)}
-    by_case: dict[str, list[TrialRecord]] = {}
-    for trial in trials:
-        by_case.setdefault(trial.case_id, []).append(trial)
-    per_case, overall = run_tool_use(trials)
+    rows = read_rows(store.db.conn, name)
     cases = []
     counts: list[CaseMetrics] = []
     directions: dict[str, list[CaseMetrics]] = {}
     shares: dict[str, list[float]] = {}
     guards: Counter[str] = Counter()
-    for case_id, rows in by_case.items():
-        summary = summaries[case_id]
-        count = CaseCounts(case_id, {v.value: n for v, n in summary.verdicts.items()})
+    for case in rows.cases:
+        summary = summaries[case.case_id]
+        count = CaseCounts(case.case_id, {v.value: n for v, n in summary.verdicts.items()})
         metrics = case_metrics(count, confidence=confidence)  # (once: the means reuse it)
         counts.append(metrics)
         case_guards = {g.value: n for g, n in summary.guards.items()}
         guards.update(case_guards)
-        directions.setdefault(direction(rows), []).append(metrics)
+        directions.setdefault(case.direction, []).append(metrics)
         # Graded trials only, as pass rates count them: an unsupported trial's share is
         # of a replay cut short.
-        credit = [t.partial_credit for t in rows if t.verdict in _GRADED]
-        if mine := [p.share for p in credit if p is not None]:
-            shares[case_id] = mine
-        failing = next((t.cassette for t in rows if not t.passed and t.cassette), None)
-        suite = rows[0].suite
+        if case.shares:
+            shares[case.case_id] = case.shares
         cases.append(
             CaseReport(
-                case_id,
-                suite.value if suite is not None else "",
+                case.case_id,
+                case.suite,
                 metrics,
                 _worst_first(Counter(dict(summary.evidence))),
-                failing,
-                per_case[case_id],
+                case.failing_cassette,
+                case.tool_use,
                 Counter(dict(summary.user)).most_common(),
                 _graders(summary),
                 case_guards,
-                direction(rows),
-                share_summary(shares.get(case_id, [])),
+                case.direction,
+                share_summary(case.shares),
             )
         )
     return RunReport(
@@ -181,22 +193,18 @@ def build_report(store: Store, name: str, *, confidence: float = CONFIDENCE) -> 
         dict(run.pins),
         cases,
         _suite(counts, confidence),
-        overall,
+        rows.tool_use,
         dict(guards),
-        trials,
-        cause_groups(trials),
+        rows.causes,
         {d: _suite(directions[d], confidence) for d in DIRECTIONS if d in directions},
         share_summary([x for v in shares.values() for x in v], shares),
+        store,
     )
 
 
 def _suite(cases: list[CaseMetrics], confidence: float) -> SuiteMetrics:
     """``suite_metrics`` of cases whose metrics are computed (as ``suite_metrics`` would)."""
     return suite_of(cases, max((m.counts.n for m in cases), default=0), confidence)
-
-
-_GRADED = (Verdict.PASS, Verdict.FAIL)
-"""The verdicts pass rates count, and partial credit with them."""
 
 
 def _graders(summary: CaseSummary) -> dict[str, dict[str, int]]:
@@ -240,11 +248,28 @@ def report_json(report: RunReport) -> dict[str, Any]:
 
 def _report_data(
     report: RunReport,
-    trials: Callable[[RunReport, _Primary], Iterable[dict[str, Any]]],
+    trials: Callable[[RunReport], list[dict[str, Any]] | Rendered],
+    texts: dict[tuple[int, str], str] | None = None,
 ) -> dict[str, Any]:
-    """The report's data, its trials as ``trials`` gives them (a list, or one by one)."""
+    """The report's data, its trials as ``trials`` gives them (a list, or rendered).
+
+    With ``texts``, each case's figures per k are rendered text, once per mapping (cases
+    of equal counts share theirs: a 1,000-case run has some hundred).
+    """
     suite = report.suite
-    primary = {(t.case_id, t.idx): g.name for g in report.causes for t in g.trials}
+
+    def per_k(figures: Mapping[int, Any]) -> Any:
+        if texts is None:
+            return _keyed(figures)
+
+        def render(pad: str) -> str:
+            key = (id(figures), pad)
+            if key not in texts:
+                texts[key] = json_text(_keyed(figures), pad)
+            return texts[key]
+
+        return Text(render)
+
     return {
         "run": report.name,
         "pins": report.pins,
@@ -276,7 +301,9 @@ def _report_data(
                 "trials": [
                     {"case": t.case_id, "idx": t.idx, "detail": t.detail, "cassette": t.cassette}
                     for t in group.trials
-                ],
+                ]
+                if texts is None
+                else Rendered(functools.partial(failed_texts, group.trials)),
             }
             for group in report.causes
         ],
@@ -287,10 +314,10 @@ def _report_data(
                 "n": c.metrics.counts.n,
                 "c": c.metrics.counts.c,
                 "verdicts": dict(c.metrics.counts.verdicts),
-                "pass_hat": {str(k): v for k, v in c.metrics.pass_hat.items()},
-                "pass_at": {str(k): v for k, v in c.metrics.pass_at.items()},
+                "pass_hat": per_k(c.metrics.pass_hat),
+                "pass_at": per_k(c.metrics.pass_at),
                 "pass1_interval": list(c.metrics.pass1_ci) if c.metrics.pass1_ci else None,
-                "pass_hat_interval": {str(k): list(v) for k, v in c.metrics.pass_hat_ci.items()},
+                "pass_hat_interval": per_k(c.metrics.pass_hat_ci),
                 "failures": [{"evidence": e, "trials": n} for e, n in c.failures],
                 "user_failures": [{"evidence": e, "trials": n} for e, n in c.user_failures],
                 "failing_cassette": c.failing_cassette,
@@ -302,24 +329,34 @@ def _report_data(
             }
             for c in report.cases
         ],
-        "trials": trials(report, primary),
+        "trials": trials(report),
     }
+
+
+def _keyed(figures: Mapping[int, Any]) -> dict[str, Any]:
+    """Figures per k as JSON holds them: keys as text, intervals as lists."""
+    return {str(k): list(v) if isinstance(v, tuple) else v for k, v in figures.items()}
 
 
 def report_json_text(report: RunReport, write: Callable[[str], object]) -> None:
     """Write ``json.dumps(report_json(report), indent=2)``, in pieces, each trial as it goes.
 
-    (A 100,000-trial run's trials are never all held as JSON data at once.)
+    Each trial is written from its row in the store, as it is read (a 100,000-trial
+    run's trials are never all held, as records or as JSON data).
     """
-    write_json(_report_data(report, _streamed), write)
+    write_json(_report_data(report, _streamed, {}), write)
 
 
-def _listed(report: RunReport, primary: _Primary) -> list[dict[str, Any]]:
+def _listed(report: RunReport) -> list[dict[str, Any]]:
+    primary = {(t.case_id, t.idx): g.name for g in report.causes for t in g.trials}
     return [_trial_json(primary, t) for t in report.trials]
 
 
-def _streamed(report: RunReport, primary: _Primary) -> Iterator[dict[str, Any]]:
-    return (_trial_json(primary, t) for t in report.trials)
+def _streamed(report: RunReport) -> list[dict[str, Any]] | Rendered:
+    store = report.store
+    if store is None:
+        return _listed(report)
+    return Rendered(lambda pad: trial_texts(store.db.conn, report.name, pad))
 
 
 def _trial_json(primary: _Primary, t: TrialRecord) -> dict[str, Any]:

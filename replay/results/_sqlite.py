@@ -17,9 +17,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from recorder import ConfigError
+
+if TYPE_CHECKING:
+    import sqlite_utils
+    from sqlite_utils.db import Table, View
 
 BUSY_SECONDS = 30.0
 """How long a store waits for another process's lock before it gives up."""
@@ -62,6 +66,36 @@ def _retried(action: Callable[[], _T], path: Path) -> _T:
         time.sleep(random.uniform(0.002, 0.02))
 
 
+class Database:
+    """A store's connection, with sqlite-utils' ``Database`` over it made when first wanted.
+
+    Reading a store is plain SQL on ``conn``; making and migrating tables and some writes
+    use sqlite-utils (``utils``, or ``db[table]``), imported then: it imports pandas and
+    numpy where installed, a third of a second a process that only reads.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._utils: sqlite_utils.Database | None = None
+
+    @property
+    def utils(self) -> sqlite_utils.Database:
+        """sqlite-utils' ``Database`` over the connection."""
+        if self._utils is None:
+            import sqlite_utils
+
+            self._utils = sqlite_utils.Database(self.conn)
+        return self._utils
+
+    def __getitem__(self, table: str) -> Table | View:
+        return self.utils[table]
+
+    def table_names(self) -> list[str]:
+        """The tables' names."""
+        rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return [name for (name,) in rows]
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """A connection to the store at ``path``, which it switches to WAL (readers never wait).
 
@@ -80,6 +114,22 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """Every read inside is of one state of the store: one read transaction.
+
+    Writers go on meanwhile (WAL). Inside another transaction, that one is the snapshot.
+    """
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")  # (nothing written: it ends the read)
 
 
 @contextmanager

@@ -253,7 +253,8 @@ def paired_interval(a: Sequence[float], b: Sequence[float], confidence: float = 
     r = 0.0
     if var_a > 0 and var_b > 0:
         covariance = math.fsum((x - mean_a) * (y - mean_b) for x, y in zip(a, b, strict=True))
-        r = covariance / (m - 1) / math.sqrt(var_a * var_b)
+        # (Each variance's root apart: their product can underflow to 0 when both are tiny.)
+        r = covariance / (m - 1) / (math.sqrt(var_a) * math.sqrt(var_b))
     r = min(r, 1.0 - 2.0 / (m + 1))
     delta = mean_b - mean_a
     below = (mean_b - lb) ** 2 + (ua - mean_a) ** 2 - 2 * r * (mean_b - lb) * (ua - mean_a)

@@ -19,19 +19,14 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recorder import ConfigError
 
 from ..graders import Verdict
+from . import _facts as facts
 from . import _summaries as summaries
-from ._record import (
-    JudgeCheckRecord,
-    LabelRecord,
-    RunRecord,
-    RunSummary,
-    TrialRecord,
-)
+from ._record import JudgeCheckRecord, LabelRecord, RunRecord, RunSummary, TrialRecord
 from ._schema import (
     GRADES,
     JUDGE_CHECK_KEY,
@@ -44,10 +39,7 @@ from ._schema import (
     read_trials,
     upgrade,
 )
-from ._sqlite import BUSY_SECONDS, connect, is_busy, locked, transaction
-
-if TYPE_CHECKING:
-    import sqlite_utils
+from ._sqlite import BUSY_SECONDS, Database, connect, is_busy, locked, snapshot, transaction
 
 DEFAULT_PATH = Path(".replay") / "results.db"
 
@@ -59,12 +51,6 @@ LABEL_VERDICTS = {
     "unsure": Verdict.UNKNOWN,
 }
 """What a label may say: pass, fail, or that the labeller was unsure (``unknown``)."""
-
-
-def _database(conn: sqlite3.Connection) -> sqlite_utils.Database:
-    import sqlite_utils  # (not at import: it imports pandas and numpy where installed)
-
-    return sqlite_utils.Database(conn)
 
 
 def _now() -> str:
@@ -101,7 +87,7 @@ class Store:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = _database(connect(self.path))
+            self.db = Database(connect(self.path))
             made, version = self._version()
         except sqlite3.DatabaseError as exc:
             if is_busy(exc):
@@ -126,23 +112,25 @@ class Store:
     def _bring_up_to_date(self) -> None:
         """Make a new store's tables, or bring an older store's up to date: once.
 
-        Processes that open one store at once may all find it new (or old). The first
-        to take the write lock makes (or migrates) the tables and sets the version in
-        one transaction; each after it reads the version again under the lock and finds
-        nothing left to do, so none makes a table or adds a column twice.
+        Processes that open one store at once may all find it new (or old). The first to
+        take the write lock makes (or migrates) the tables and sets the version in one
+        transaction; each after it reads the version again under the lock: nothing to do.
         """
         with self._write():
             made, version = self._version()
             if version > STORE_VERSION:
                 raise self._newer(version)
             if not made:
-                create_tables(self.db)
-                summaries.create(self.db.conn)
+                create_tables(self.db.utils)
             elif version < STORE_VERSION:
-                upgrade(self.db, version)
-                summaries.create(self.db.conn)
-                summaries.recount_all(self.db.conn, read_trials)
+                upgrade(self.db.utils, version)
             if not made or version < STORE_VERSION:
+                summaries.create(self.db.conn)
+                facts.create(self.db.conn)
+                if made and version < 6:
+                    summaries.recount_all(self.db.conn, read_trials)
+                if made:
+                    facts.fill(self.db.conn, read_trials)
                 self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -160,7 +148,7 @@ class Store:
         for query in queries:
             try:
                 conn = sqlite3.connect(uri + query, uri=True, timeout=BUSY_SECONDS)
-                self.db = _database(conn)
+                self.db = Database(conn)
                 tables = self.db.table_names()
                 version = self.db.conn.execute("PRAGMA user_version").fetchone()[0]
                 break
@@ -229,7 +217,7 @@ class Store:
 
     def runs(self) -> list[str]:
         """Names of every run, oldest first."""
-        return [r["name"] for r in self.db["runs"].rows_where(order_by="started")]
+        return [name for (name,) in self.db.conn.execute("SELECT name FROM runs ORDER BY started")]
 
     def run_summaries(self) -> list[RunSummary]:
         """Every run, oldest first: its mode, when, and its trials by verdict."""
@@ -240,15 +228,17 @@ class Store:
         ):
             counts.setdefault(run, {})[Verdict(verdict)] = n
         out = []
-        for row in self.db["runs"].rows_where(order_by="started"):
-            pins = json.loads(row["pins"] or "{}")
-            verdicts = counts.get(row["name"], {})
+        for name, text, started, finished in self.db.conn.execute(
+            "SELECT name, pins, started, finished FROM runs ORDER BY started"
+        ):
+            pins = json.loads(text or "{}")
+            verdicts = counts.get(name, {})
             out.append(
                 RunSummary(
-                    row["name"],
+                    name,
                     pins.get("mode"),
-                    row["started"],
-                    row["finished"],
+                    started,
+                    finished,
                     sum(verdicts.values()),
                     dict(sorted(verdicts.items())),
                 )
@@ -273,6 +263,10 @@ class Store:
             conn.execute("DELETE FROM runs WHERE name = ?", (name,))
         return int(removed)
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one state of the store (``_sqlite.snapshot``); writers go on."""
+        return snapshot(self.db.conn)
+
     def finished_trials(self, name: str) -> set[tuple[str, int]]:
         """(case id, trial index) of the trials already stored for a run."""
         rows = self.db.conn.execute("SELECT case_id, idx FROM trials WHERE run = ?", (name,))
@@ -282,24 +276,29 @@ class Store:
         """Store one trial of run ``name`` with its grades, atomically (replacing a stored one).
 
         Plain SQL in one transaction (the hot path: no sqlite-utils lookups), which also
-        adds the trial to its case's summary (``case_summaries``), taking a replaced
-        trial's away first.
+        writes what reports list of the trial beside it (``_facts``) and adds it to its
+        case's summary (``case_summaries``), taking a replaced trial's away first.
         """
-        trial = ["run", *TRIALS.columns]
+        trial = ["run", *TRIALS.columns, *facts.COLUMNS]
         graded = [*KEY, *GRADES.columns]
         key = (name, record.case_id, record.idx)
         counts = summaries.tallies(record)
         with self._write() as conn:
-            old = read_trials(conn, *key)
+            # (Most trials are new: the stored one is read, with its grades, only if there is one.)
+            there = conn.execute(
+                "SELECT 1 FROM trials WHERE run = ? AND case_id = ? AND idx = ?", key
+            )
+            old = read_trials(conn, *key) if there.fetchone() else []
             stale = bool(old) and summaries.take_away(
                 conn, name, record.case_id, summaries.tallies(old[0]), counts
             )
             conn.execute(
                 f"INSERT OR REPLACE INTO trials ({', '.join(trial)}) "
                 f"VALUES ({', '.join('?' for _ in trial)})",
-                (name, *TRIALS.encode(record)),
+                (name, *TRIALS.encode(record), *facts.of(record)),
             )
-            conn.execute("DELETE FROM grades WHERE run = ? AND case_id = ? AND idx = ?", key)
+            if old:
+                conn.execute("DELETE FROM grades WHERE run = ? AND case_id = ? AND idx = ?", key)
             conn.executemany(
                 f"INSERT INTO grades ({', '.join(graded)}) "
                 f"VALUES ({', '.join('?' for _ in graded)})",
@@ -408,7 +407,7 @@ class Store:
         """Store a judge check for each rubric hash, replacing that judge's previous one."""
         checked = _now()
         with self._write():
-            create_judge_checks(self.db)  # (a store made this version before the table)
+            create_judge_checks(self.db.utils)  # (a store made this version before the table)
             self.db["judge_checks"].upsert_all(  # type: ignore[union-attr]
                 [
                     {

@@ -18,7 +18,13 @@ def percentile(values: Sequence[float], p: float) -> float | None:
     """Nearest-rank percentile (p in 0..100); None for no values."""
     if not values:
         return None
-    ordered = sorted(values)
+    return _ranked(sorted(values), p)
+
+
+def _ranked(ordered: Sequence[float], p: float) -> float | None:
+    """``percentile`` of values already sorted."""
+    if not ordered:
+        return None
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
@@ -60,6 +66,33 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+USAGE_COLUMNS = (
+    "steps",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "latency",
+    "tool_calls",
+    "selection",
+    "arguments",
+    "abstained",
+    "loops",
+)
+"""The ``trials`` columns tool use is computed from, in the order of a ``Usage``."""
+_FIGURES = USAGE_COLUMNS[:5]
+"""The figures whose p50 and p95 are given (``ToolUse.percentiles``), by name."""
+
+Usage = tuple[Any, ...]
+"""One trial's ``USAGE_COLUMNS`` values (a report reads them from the store's rows)."""
+
+
+def usage_of(trial: TrialRecord) -> Usage:
+    """A trial's ``Usage``, as its row holds it."""
+    u, t = trial.usage, trial.tool_use
+    used = (None,) * 5 if t is None else (t.calls, t.selection, t.arguments, t.abstained, t.loops)
+    return (u.steps, u.input_tokens, u.output_tokens, u.cost, u.latency, *used)
+
+
 def tool_use(trials: Sequence[TrialRecord]) -> ToolUse:
     """Metrics over one case's trials, from what the store holds of them alone.
 
@@ -67,57 +100,73 @@ def tool_use(trials: Sequence[TrialRecord]) -> ToolUse:
     before tool use was stored with them, count in ``trials`` and the
     percentiles only.)
     """
-    used = [t.tool_use for t in trials if t.tool_use is not None]
-    selections = [u.selection for u in used if u.selection is not None]
-    arguments = [u.arguments for u in used if u.arguments is not None]
-    abstained = [float(u.abstained) for u in used if u.abstained is not None]
-    return ToolUse(
-        len(trials),
-        _mean(selections),
-        _mean(arguments),
-        _mean(abstained),
-        sum(1 for u in used if u.loops),
-        _percentiles(trials),
-        _unknown_usage(trials),
-        len(trials) - len(used),
-    )
+    return case_tool_use([usage_of(t) for t in trials])[0]
 
 
-def _unknown_usage(trials: Sequence[TrialRecord]) -> int:
-    return sum(1 for t in trials if t.usage.steps and t.usage.input_tokens is None)
+def case_tool_use(rows: Sequence[Usage]) -> tuple[ToolUse, dict[str, list[float]]]:
+    """``tool_use`` of one case's trials' ``Usage``; and the figures known, for the run's."""
+    return columns_tool_use(list(zip(*rows, strict=True)) if rows else [()] * len(USAGE_COLUMNS))
 
 
-def _percentiles(trials: Sequence[TrialRecord]) -> dict[str, tuple[float | None, float | None]]:
-    """p50 and p95 of each usage figure, over the trials that know it."""
-    usages = [t.usage for t in trials]
-    figures: dict[str, list[float | None]] = {
-        "steps": [u.steps for u in usages],
-        "input_tokens": [u.input_tokens for u in usages],
-        "output_tokens": [u.output_tokens for u in usages],
-        "cost": [u.cost for u in usages],
-        "latency": [u.latency for u in usages],
+def columns_tool_use(
+    columns: Sequence[Sequence[Any]],
+) -> tuple[ToolUse, dict[str, list[float]]]:
+    """``case_tool_use`` of the trials' ``Usage`` given column by column."""
+    steps, tokens_in, _, _, _, calls, selection, arguments, abstained, loops = columns
+    figures = {
+        name: [float(v) for v in column if v is not None]
+        for name, column in zip(_FIGURES, columns, strict=False)
     }
+    measured = [
+        i
+        for i, (a, b) in enumerate(zip(calls, loops, strict=True))
+        if a is not None and b is not None
+    ]
+    found = ToolUse(
+        len(steps),
+        _mean([v for i in measured if (v := selection[i]) is not None]),
+        _mean([v for i in measured if (v := arguments[i]) is not None]),
+        _mean([float(v) for i in measured if (v := abstained[i]) is not None]),
+        sum(1 for i in measured if loops[i]),
+        _percentiles(figures),
+        sum(1 for s, t in zip(steps, tokens_in, strict=True) if s and t is None),
+        len(steps) - len(measured),
+    )
+    return found, figures
+
+
+def _percentiles(figures: dict[str, list[float]]) -> dict[str, tuple[float | None, float | None]]:
+    """p50 and p95 of each usage figure, over the trials that know it."""
     out = {}
-    for name, figure in figures.items():
-        values = [float(v) for v in figure if v is not None]
-        out[name] = (percentile(values, 50), percentile(values, 95))
+    for name, values in figures.items():
+        ordered = sorted(values)
+        out[name] = (_ranked(ordered, 50), _ranked(ordered, 95))
     return out
+
+
+def run_of(per_case: Sequence[ToolUse], figures: dict[str, list[float]]) -> ToolUse:
+    """The run's tool use: its cases' means; percentiles over every trial (``figures``)."""
+    return ToolUse(
+        sum(u.trials for u in per_case),
+        _mean([u.selection for u in per_case if u.selection is not None]),
+        _mean([u.arguments for u in per_case if u.arguments is not None]),
+        _mean([u.abstention for u in per_case if u.abstention is not None]),
+        sum(u.loops for u in per_case),
+        _percentiles(figures),
+        sum(u.unknown_usage for u in per_case),
+        sum(u.unmeasured for u in per_case),
+    )
 
 
 def run_tool_use(trials: Sequence[TrialRecord]) -> tuple[dict[str, ToolUse], ToolUse]:
     """Per case and for the whole run (case means; percentiles over all trials)."""
-    by_case: dict[str, list[TrialRecord]] = {}
+    by_case: dict[str, list[Usage]] = {}
     for trial in trials:  # (one pass: a 1,000-case run is not read 1,000 times)
-        by_case.setdefault(trial.case_id, []).append(trial)
-    per_case = {case_id: tool_use(rows) for case_id, rows in by_case.items()}
-    overall = ToolUse(
-        len(trials),
-        _mean([u.selection for u in per_case.values() if u.selection is not None]),
-        _mean([u.arguments for u in per_case.values() if u.arguments is not None]),
-        _mean([u.abstention for u in per_case.values() if u.abstention is not None]),
-        sum(u.loops for u in per_case.values()),
-        _percentiles(trials),
-        _unknown_usage(trials),
-        sum(u.unmeasured for u in per_case.values()),
-    )
-    return per_case, overall
+        by_case.setdefault(trial.case_id, []).append(usage_of(trial))
+    per_case: dict[str, ToolUse] = {}
+    figures: dict[str, list[float]] = {name: [] for name in _FIGURES}
+    for case_id, rows in by_case.items():
+        per_case[case_id], known = case_tool_use(rows)
+        for name, values in known.items():
+            figures[name] += values
+    return per_case, run_of(list(per_case.values()), figures)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..runs import JudgeCheck
 from ._labels import fraction
+
+if TYPE_CHECKING:  # (the runner is not imported to print what it returned)
+    from ..runs import JudgeCheck
 
 
 def render_judge_check(result: JudgeCheck, out: Console) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..runs import Regrade
 from ._labels import fraction
+
+if TYPE_CHECKING:  # (the runner is not imported to print what it returned)
+    from ..runs import Regrade
 
 
 def render_regrade(result: Regrade, out: Console) -> None:

@@ -282,7 +282,8 @@ def _paging(
         return ""
     shown = sum(sum(c.metrics.counts.verdicts.values()) for c in cases[first:stop])
     text = (
-        f"{shown} of the run's {len(report.trials)} trials: those of cases {first + 1} to "
+        f"{shown} of the run's {sum(report.suite.totals.values())} trials: those of cases "
+        f"{first + 1} to "
         f"{stop} of {len(cases)}, worst first"
     )
     if more is None:
@@ -420,8 +421,11 @@ def page_html(
         f"<h2>cases</h2>{_case_table(cases)}",
     ]
     trials: dict[str, list[TrialRecord]] = {}
-    for trial in report.trials:
-        if trial.case_id in sections:
+    if paged:  # (the window's cases' trials alone are read: a large run's are many)
+        for case_id in sections:
+            trials[case_id] = store.trials(name, case=case_id)
+    else:
+        for trial in report.trials:
             trials.setdefault(trial.case_id, []).append(trial)
     pages = _Pages(store)
     shown = [

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..results import (
+    CaseReport,
     CassetteDiff,
     Interval,
     RunComparison,
@@ -20,6 +21,15 @@ from ..results import (
 )
 
 _SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
+
+CASES_TABLED = 100
+"""Cases, worst first, in the terminal report's table (a line says how many more)."""
+TRIALS_LISTED = 20
+"""Trials the terminal report lists under each failure cause: those of the worst cases
+(``report --json`` and ``replay view`` list every one)."""
+CASES_LISTED = 20
+"""Cases, worst first, whose evidence (and partial credit, and the simulated user's
+failures) the terminal report prints; a line says how many more and where they are."""
 
 
 def _middle(value: str, limit: int) -> str:
@@ -61,7 +71,7 @@ def render_report(result: RunReport, out: Console) -> None:
             justify="left" if column in ("case", "suite", "verdicts") else "right",
             no_wrap=column == "case" or column.endswith("CI"),
         )
-    for case in cases:
+    for case in cases[:CASES_TABLED]:
         counts, metrics = case.metrics.counts, case.metrics
         verdicts = ", ".join(f"{v} {n}" for v, n in counts.verdicts.items() if n)
         table.add_row(
@@ -75,6 +85,11 @@ def render_report(result: RunReport, out: Console) -> None:
             verdicts,
         )
     out.print(table)
+    if len(cases) > CASES_TABLED:
+        out.print(
+            f"… {len(cases) - CASES_TABLED} more cases, none worse than those above: every "
+            f"case in `replay report {escape(run)} --json` or `--html FILE`, or `replay view`"
+        )
     suite = result.suite
     graded = len(result.cases) - len(suite.excluded)
     # Only the k every graded case reaches: past it, means over fewer cases could rise with k.
@@ -126,22 +141,34 @@ def render_report(result: RunReport, out: Console) -> None:
     if result.guards:
         fired = ", ".join(f"{guard} {n}" for guard, n in result.guards.items())
         out.print(f"limits hit (error trials, cause limit): {fired}")
-    _render_causes(result, out)
-    for case in cases:
-        if case.failures:
-            out.print(f"\n[bold]{escape(case.case_id)}[/] failed because:")
-            for line, times in case.failures:
-                out.print(f"  {times} x {escape(line)}")
-            if case.failing_cassette:
-                out.print(f"  read: replay show {escape(case.failing_cassette)}")
-    for case in cases:
-        if case.user_failures:
-            out.print(
-                f"\n[bold]{escape(case.case_id)}[/]: the simulated user failed "
-                "(error trials, not counted against the agent):"
-            )
-            for line, times in case.user_failures:
-                out.print(f"  {times} x {escape(line)}")
+    _render_causes(result, cases, out)
+    failing = [case for case in cases if case.failures]
+    lines = []
+    for case in failing[:CASES_LISTED]:
+        lines.append(f"\n[bold]{escape(case.case_id)}[/] failed because:")
+        lines += [f"  {times} x {escape(line)}" for line, times in case.failures]
+        if case.failing_cassette:
+            lines.append(f"  read: replay show {escape(case.failing_cassette)}")
+    _more(lines, len(failing), "cases' evidence", "failures", run)
+    user = [case for case in cases if case.user_failures]
+    for case in user[:CASES_LISTED]:
+        lines.append(
+            f"\n[bold]{escape(case.case_id)}[/]: the simulated user failed "
+            "(error trials, not counted against the agent):"
+        )
+        lines += [f"  {times} x {escape(line)}" for line, times in case.user_failures]
+    _more(lines, len(user), "cases' simulated user failures", "user_failures", run)
+    for line in lines:  # (one by one: each line's own control characters are escaped)
+        out.print(line)
+
+
+def _more(lines: list[str], count: int, what: str, key: str, run: str) -> None:
+    """The line saying how many more cases there are past ``CASES_LISTED``, and where."""
+    if count > CASES_LISTED:
+        lines.append(
+            f"\n… {count - CASES_LISTED} more {what}: every case's in "
+            f"`replay report {escape(run)} --json` (cases' {key}), or `replay view`"
+        )
 
 
 def _render_directions(result: RunReport, out: Console) -> None:
@@ -180,25 +207,47 @@ def _render_partial(result: RunReport, out: Console) -> None:
             else ""
         )
     )
-    for case in worst_first(result.cases):
-        if case.partial is not None:
-            out.print(f"  {escape(case.case_id)}: {_shares(case.partial)}")
+    credited = [case for case in worst_first(result.cases) if case.partial is not None]
+    lines = [
+        f"  {escape(case.case_id)}: {_shares(case.partial)}"
+        for case in credited[:CASES_LISTED]
+        if case.partial is not None
+    ]
+    _more(lines, len(credited), "cases' partial credit", "partial_credit", result.name)
+    for line in lines:  # (one by one: each line's own control characters are escaped)
+        out.print(line)
 
 
-def _render_causes(result: RunReport, out: Console) -> None:
-    """The trials that did not pass by primary cause: the counts, then each cause's trials."""
+def _render_causes(result: RunReport, cases: list[CaseReport], out: Console) -> None:
+    """The trials that did not pass by primary cause: the counts, then each cause's trials.
+
+    A cause with more than ``TRIALS_LISTED`` trials lists those of its worst cases (in
+    ``cases``' order), and says how many more there are and where to read them.
+    """
     groups = [g for g in result.causes if g.count]
     if not groups:
         return
     out.print("\n[bold]Failures by cause[/]: " + ", ".join(f"{g.name} {g.count}" for g in groups))
-    credits = {(t.case_id, t.idx): t.partial_credit for t in result.trials}
+    rank = {case.case_id: i for i, case in enumerate(cases)}
+    lines = []
     for group in groups:
-        out.print(f"  {escape(group.name)} ({group.count}):")
-        for t in group.trials:
+        lines.append(f"  {escape(group.name)} ({group.count}):")
+        listed = list(group.trials)
+        if len(listed) > TRIALS_LISTED:
+            listed.sort(key=lambda t: (rank.get(t.case_id, len(rank)), t.idx))
+            listed = listed[:TRIALS_LISTED]
+        for t in listed:
             detail = f"  {escape(_middle(t.detail, 240))}" if t.detail else ""
-            credit = credits.get((t.case_id, t.idx))
-            held = f"  [dim]({escape(credit.describe())})[/]" if credit is not None else ""
-            out.print(f"    {escape(t.case_id)}#{t.idx}{detail}{held}")
+            held = f"  [dim]({escape(t.credit.describe())})[/]" if t.credit is not None else ""
+            lines.append(f"    {escape(t.case_id)}#{t.idx}{detail}{held}")
+        if group.count > len(listed):
+            lines.append(
+                f"    … {group.count - len(listed)} more (those above are the worst cases'): "
+                f"every one in `replay report {escape(result.name)} --json` (causes), or "
+                "`replay view`"
+            )
+    for line in lines:
+        out.print(line)
 
 
 def render_cassette_diff(result: CassetteDiff, out: Console) -> None:
