@@ -157,9 +157,21 @@ def decode(data: bytes) -> Decoded:
             unknown container, are damaged (not merely cut short), or decompress
             past the limit.
     """
-    stream = _Records(data, restore=True, step=STEP)
-    records = list(stream)
-    return Decoded(records=records, tail_bytes=stream.tail_bytes)
+    stream = records(data)
+    return Decoded(records=list(stream), tail_bytes=stream.tail_bytes)
+
+
+def records(data: bytes) -> Records:
+    """The complete records of a cassette's bytes, one at a time, as ``decode`` reads them.
+
+    For a reader that builds something of each record: the one just decoded is then
+    its last use, so it is freed while its objects are still in the CPU's caches, and
+    no list of every record is held. ``tail_bytes`` is set once iterating ends.
+
+    Raises:
+        DecodeError: As ``decode`` (from the iteration).
+    """
+    return Records(data, restore=True, step=STEP)
 
 
 def decompressed(data: bytes) -> bytes:
@@ -168,7 +180,7 @@ def decompressed(data: bytes) -> bytes:
     Raises:
         DecodeError: As ``decode``.
     """
-    return b"".join(_Records(data, restore=False, step=STEP)._pieces())
+    return b"".join(Records(data, restore=False, step=STEP)._pieces())
 
 
 def decode_first(data: bytes, chunk: int = 16_384) -> dict[str, Any] | None:
@@ -195,14 +207,14 @@ def decode_leading(data: bytes, count: int, chunk: int = 16_384) -> list[dict[st
     """
     records: list[dict[str, Any]] = []
     if count > 0:
-        for record in _Records(data, restore=False, step=chunk):
+        for record in Records(data, restore=False, step=chunk):
             records.append(record)
             if len(records) == count:
                 break
     return records
 
 
-class _Records:
+class Records:
     """The records of a cassette's bytes, inflated and unpacked ``step`` bytes at a time.
 
     Iterating yields each complete record; ``tail_bytes`` then says how many bytes
@@ -246,6 +258,7 @@ class _Records:
             raw=False, strict_map_key=False, max_buffer_size=_bounds.RECORD_CAP,
             max_array_len=self.limit, max_map_len=self.limit,
         )  # fmt: skip
+        unpack, tell, crc32, restore = unpacker.unpack, unpacker.tell, zlib.crc32, self._restore
         index, complete, fed, budget, last_body = 0, 0, 0, self.limit, b""
         crc: Any = None  # the checksum of the record being read, once read
         start = running = 0  # where that record starts; the CRC-32 of its bytes before ``at``
@@ -259,26 +272,27 @@ class _Records:
             try:
                 while True:
                     if crc is None:
-                        crc = unpacker.unpack()
-                        start, running = unpacker.tell(), 0
-                    record = unpacker.unpack()
-                    end = unpacker.tell()
-                    if not isinstance(crc, int) or not isinstance(record, dict):
+                        crc = unpack()
+                        start, running = tell(), 0
+                    record = unpack()
+                    end = tell()
+                    if not isinstance(crc, int) or type(record) is not dict:
                         raise DecodeError(f"record {index} is not framed as a record")
-                    if zlib.crc32(view[max(start - at, 0) : end - at], running) != crc:
+                    if crc32(view[start - at if start > at else 0 : end - at], running) != crc:
                         raise DecodeError(f"record {index} fails its checksum")
-                    if self._restore and record.get("kind") == "http":
-                        restored, last_body = _restored(record, last_body, index)
-                        budget -= restored
+                    if record.get("kind") != "http":
+                        _check(record, index)
+                    elif restore:
+                        last_body, added = _restored(record, last_body, index)
+                        budget -= added
                         if budget < 0:
                             raise DecodeError(_too_big(len(self._data), self.limit))
-                    elif record.get("kind") != "http":
-                        _check(record, index)
+                        _check_encoded(record, index)
                     crc, complete, index = None, end, index + 1
                     yield record
             except msgpack.OutOfData:
                 if crc is not None:  # a record under way: its bytes in this piece, folded in
-                    running = zlib.crc32(view[max(start - at, 0) :], running)
+                    running = crc32(view[max(start - at, 0) :], running)
             except (msgpack.UnpackException, ValueError, TypeError) as exc:
                 if "exceeds max_" in str(exc):
                     raise DecodeError(_too_big(len(self._data), self.limit)) from None
@@ -286,13 +300,33 @@ class _Records:
         self.tail_bytes = fed - complete
 
 
-def _restored(record: dict[str, Any], last_body: bytes, index: int) -> tuple[int, bytes]:
-    """Restore an HTTP record's delta body and check it: (bytes it added, its body)."""
+def _restored(record: dict[str, Any], last: bytes, index: int) -> tuple[bytes, int]:
+    """Restore an HTTP record's delta body in place: (its body, the bytes restoring added).
+
+    The body a delta refers to is the last HTTP record's (``last``); a record with no
+    body of its own leaves that one as the reference.
+    """
     request = record.get("request")
-    stored = request.get("body") if isinstance(request, dict) else None
-    body = _delta_decode(record, last_body, index)
-    _check_encoded(record, index)
-    return (len(body) if isinstance(stored, list) else 0), body
+    if type(request) is not dict:
+        return last, 0
+    body = request.get("body", b"")
+    if type(body) is list:
+        if len(body) != 3:
+            raise DecodeError(f"record {index} has a malformed request body delta")
+        prefix, middle, suffix = body
+        if (
+            type(prefix) is not int
+            or type(suffix) is not int
+            or type(middle) is not bytes
+            or prefix < 0
+            or suffix < 0
+            or prefix + suffix > len(last)
+        ):
+            raise DecodeError(f"record {index} has a malformed request body delta")
+        # One join: concatenating would copy the prefix twice.
+        body = request["body"] = b"".join((last[:prefix], middle, last[len(last) - suffix :]))
+        return body, len(body)
+    return (body, 0) if type(body) is bytes else (last, 0)
 
 
 def _too_big(size: int, limit: int) -> str:
@@ -341,22 +375,3 @@ def _check_encoded(record: dict[str, Any], index: int) -> None:
             f"record {index} has a {encoding} response body that inflates past "
             f"{_bounds.BODY_RATIO}x its size or {_bounds.BODY_CAP >> 20} MiB"
         )
-
-
-def _delta_decode(record: dict[str, Any], last: bytes, index: int) -> bytes:
-    """Restore a delta-encoded request body in place; return the body."""
-    request = record.get("request")
-    if not isinstance(request, dict):
-        return last
-    body = request.get("body", b"")
-    if isinstance(body, list):
-        if (
-            len(body) != 3
-            or not all(type(n) is int and n >= 0 for n in (body[0], body[2]))
-            or not isinstance(body[1], bytes)
-            or body[0] + body[2] > len(last)
-        ):
-            raise DecodeError(f"record {index} has a malformed request body delta")
-        prefix, middle, suffix = body
-        body = request["body"] = last[:prefix] + middle + last[len(last) - suffix :]
-    return body if isinstance(body, bytes) else last
