@@ -43,12 +43,22 @@ def httpx_patches() -> list[Any]:
 
 
 def _request(mod: ModuleType, request: Any, body: bytes) -> HttpRequest:
+    enc = request.headers.encoding
     return HttpRequest(
         method=request.method,
         url=str(request.url),
-        headers=[(k.lower(), v) for k, v in request.headers.multi_items()],
+        headers=[(k.decode(enc).lower(), v.decode(enc)) for k, v in request.headers.raw],
         body=body,
     )
+
+
+def _items(headers: Any) -> list[tuple[str, str]]:
+    """``headers.multi_items()``, its encoding looked up once rather than twice a header.
+
+    Names lower-cased, then each decoded as httpx decodes them all (``headers.encoding``).
+    """
+    enc = headers.encoding
+    return [(k.lower().decode(enc), v.decode(enc)) for k, v in headers.raw]
 
 
 def _replayed(mod: ModuleType, recorded: HttpEvent, request: Any) -> Any:
@@ -123,7 +133,7 @@ def _sync(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
             recorder.record_http(via, req, t0, None, None, [], exc, False)
             raise
         ttfb = recorder.now() - t0
-        head = (response.status_code, list(response.headers.multi_items()))
+        head = (response.status_code, _items(response.headers))
         done: Done = functools.partial(recorder.record_http, via, req, t0, ttfb, head)
         if hasattr(response, "_content"):  # built with content= (MockTransport): already whole
             raw = b"".join(response.stream)  # as sent, before content-encoding is undone
@@ -164,7 +174,7 @@ def _async(mod: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
             recorder.record_http(via, req, t0, None, None, [], exc, False)
             raise
         ttfb = recorder.now() - t0
-        head = (response.status_code, list(response.headers.multi_items()))
+        head = (response.status_code, _items(response.headers))
         done: Done = functools.partial(recorder.record_http, via, req, t0, ttfb, head)
         if hasattr(response, "_content"):  # built with content= (MockTransport): already whole
             raw = b"".join(response.stream)  # as sent, before content-encoding is undone

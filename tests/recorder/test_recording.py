@@ -277,3 +277,26 @@ def test_the_clocks_are_hooks(cassette_path: Path) -> None:
     cassette = read_cassette(cassette_path)
     assert cassette.header.started_at == started.isoformat()
     assert [event.t for event in cassette.events] == [1.0]  # the clock read once at the start
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        [(b"X-Trace", b"abc"), (b"Accept", b"*/*")],
+        [("X-Grüße".encode(), "héllo".encode()), (b"Accept", b"*/*")],  # UTF-8
+        [(b"X-Raw", b"\xff\xfe caf\xe9"), (b"X-Raw", b"twice")],  # neither: ISO-8859-1
+    ],
+)
+def test_httpx_headers_are_recorded_as_httpx_decodes_them(
+    cassette_path: Path, raw: list[tuple[bytes, bytes]]
+) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=raw, content=b"{}")
+
+    with record(cassette_path), httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        client.send(httpx.Request("GET", "http://api.test/x", headers=raw))  # (as given)
+    (event,) = [e for e in read_cassette(cassette_path).events if isinstance(e, HttpEvent)]
+    ours = [(k, v) for k, v in httpx.Headers(raw).multi_items() if k.startswith("x-")]
+    assert event.response is not None and ours
+    for recorded in (event.request.headers, event.response.headers):
+        assert [(k, v) for k, v in recorded if k.startswith("x-")] == ours

@@ -52,6 +52,20 @@ def test_every_length_is_found_at_every_offset() -> None:
             assert secrets.scrub_bytes(text.encode()) == text.replace(value, PLACEHOLDER).encode()
 
 
+def test_a_long_text_is_cut_in_turns_and_a_secret_across_a_turn_is_found() -> None:
+    """Texts of ASCII or bytes are cut into blocks in C, at most ``_CUT_MOST`` a turn."""
+    for value in ("SHORTKEY", "x" * 20 + "LONGSECRET" * 4):  # (blocks of 4, and of 32)
+        width = _secrets._width(len(value))
+        turn = _secrets._CUT_MOST * width
+        secrets = Secrets([value])
+        for at in (turn - len(value), turn - 3, turn, 3 * turn + 1, 5 * turn - len(value) - 1):
+            text = "." * at + value + "." * (5 * turn - at - len(value) + 7)
+            assert secrets.scrub(text).count(PLACEHOLDER) == 1, (value, at)
+            assert secrets.scrub_bytes(text.encode()).count(PLACEHOLDER.encode()) == 1
+            latin = "é" + text[1:]  # (not ASCII: the text cut by its pattern instead)
+            assert secrets.scrub(latin).count(PLACEHOLDER) == (1 if at > 0 else 0)
+
+
 def test_a_scrub_builds_its_pattern_from_the_secrets_its_text_holds_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
