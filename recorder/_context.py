@@ -41,11 +41,20 @@ CONTEXT_NAMES: frozenset[str] = frozenset(
 string: ``from __future__ import annotations`` with the framework imported elsewhere)."""
 
 
-def context_parameters(fn: Callable[..., Any]) -> frozenset[str]:
-    """The names of ``fn``'s parameters its framework fills (``is_context``)."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
+def context_parameters(
+    fn: Callable[..., Any], signature: inspect.Signature | None = None
+) -> frozenset[str]:
+    """The names of ``fn``'s parameters its framework fills (``is_context``).
+
+    ``signature``: ``fn``'s, where the caller has it. A function of ``*args`` and
+    ``**kwargs`` alone has none (a forwarder: its annotations are not evaluated).
+    """
+    if signature is None:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return frozenset()
+    if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in signature.parameters.values()):
         return frozenset()
     try:
         hints = dict(inspect.get_annotations(inspect.unwrap(fn), eval_str=True))

@@ -156,7 +156,7 @@ class Tool(Generic[P, R]):
         self._sig = inspect.signature(fn)
         first = next(iter(self._sig.parameters), None)
         self._receiver = {first} if first in _BOUND else set()
-        self.context = context_parameters(fn) - self._receiver
+        self.context = context_parameters(fn, self._sig) - self._receiver
         self._var_keyword = next(
             (p.name for p in self._sig.parameters.values() if p.kind is p.VAR_KEYWORD), None
         )

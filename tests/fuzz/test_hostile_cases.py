@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay import AssertionSyntaxError, CaseFileError, load_case
+from replay.cases._yaml import _BoundedLoader, _FastLoader, load_yaml
 from replay.graders import Assertion
 from tests.helpers import REPO, replay
 
@@ -136,49 +139,91 @@ def test_alias_bombs_and_deep_yaml_are_refused_in_one_line(
     assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
 
 
-@settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    st.lists(
-        st.tuples(
-            st.integers(0, len(CASE_TEXT)),
-            st.integers(0, 30),
-            st.sampled_from(
-                [
-                    "&a ",
-                    "*a",
-                    "[",
-                    "]",
-                    "{",
-                    "}",
-                    ":",
-                    "- ",
-                    "\n  ",
-                    "!!python/object:os.system ",
-                    "'",
-                    '"',
-                    "\t",
-                    "? ",
-                    "|",
-                    ">",
-                    "%YAML 1.1\n",
-                    "---\n",
-                    "\x00",
-                    "1e999",
-                    "&b [*a, *a]",
-                ]
-            ),
+EDITS = st.lists(
+    st.tuples(
+        st.integers(0, len(CASE_TEXT)),
+        st.integers(0, 30),
+        st.sampled_from(
+            [
+                "&a ",
+                "*a",
+                "[",
+                "]",
+                "{",
+                "}",
+                ":",
+                "- ",
+                "\n  ",
+                "!!python/object:os.system ",
+                "'",
+                '"',
+                "\t",
+                "? ",
+                "|",
+                ">",
+                "%YAML 1.1\n",
+                "---\n",
+                "\x00",
+                "1e999",
+                "&b [*a, *a]",
+            ]
         ),
-        max_size=6,
-    )
+    ),
+    max_size=6,
 )
-def test_any_mangled_case_file_loads_or_is_a_case_file_error(
-    tmp_path: Path, edits: list[tuple[int, int, str]]
-) -> None:
+"""Edits of the example case: (where, how much to cut, what to put there)."""
+
+
+def _mangled(edits: list[tuple[int, int, str]]) -> str:
     text = CASE_TEXT
     for at, cut, insert in edits:
         text = text[:at] + insert + text[at + cut :]
-    path = case_file(tmp_path, text)
+    return text
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(EDITS)
+def test_any_mangled_case_file_loads_or_is_a_case_file_error(
+    tmp_path: Path, edits: list[tuple[int, int, str]]
+) -> None:
+    path = case_file(tmp_path, _mangled(edits))
     with contextlib.suppress(CaseFileError):
         load_case(path)
+
+
+def _parsed(loader: type[Any], text: str) -> Any:
+    try:
+        return load_yaml(text, loader)
+    except yaml.YAMLError as e:
+        return "refused" if "refused" in str(getattr(e, "problem", "")) else "not YAML"
+
+
+def _alike(text: str) -> None:
+    fast, slow = _parsed(_FastLoader, text), _parsed(_BoundedLoader, text)
+    if fast not in ("refused", "not YAML") and slow not in ("refused", "not YAML"):
+        assert fast == slow  # (the same data)
+    # Never data on one side and refused on the other. (Where one says "not YAML" the other
+    # may read it: libyaml, YAML's reference parser, takes a tab inside a plain scalar.)
+    sides = [str(side) if side in ("refused", "not YAML") else "data" for side in (fast, slow)]
+    assert "refused" not in sides or "data" not in sides
+
+
+@settings(max_examples=150, deadline=None)
+@given(EDITS)
+def test_libyaml_and_pure_python_yaml_read_any_case_file_alike(
+    edits: list[tuple[int, int, str]],
+) -> None:
+    """Case files are scanned by libyaml (C) where PyYAML has it; the bounds are the
+    composer's, so either way a text gives the same data, or is refused."""
+    text = _mangled(edits)
+    _alike(text)
+    _alike(text + "\n" + BOMB.replace("a: &a", "zz: &a") + "\n")
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 2_000 + "]" * 2_000, "".join(f"y{i}: [\n" for i in range(150))]
+)
+def test_libyaml_and_pure_python_yaml_refuse_deep_nesting_alike(text: str) -> None:
+    assert _parsed(_FastLoader, text) == _parsed(_BoundedLoader, text) == "refused"

@@ -283,3 +283,14 @@ def test_an_offline_run_over_a_recording_without_its_tools_says_so(tmp_path: Pat
     assert code == 3, err  # (that agent asks otherwise: unsupported)
     assert "the LLM asked for 1 tool call and no tool call was recorded" in err
     assert "offline, its trials' verdicts rest on its LLM alone" in err
+
+
+def test_a_forwarder_of_args_and_kwargs_has_no_context_but_a_named_one_among_them_does() -> None:
+    def forward(*args: Any, **arguments: Any) -> Any:
+        return arguments
+
+    def framed(*args: Any, ctx: RunContext[int], **arguments: Any) -> Any:  # noqa: F821
+        return arguments
+
+    assert tool(forward, parameters={"type": "object"}).context == frozenset()
+    assert tool(framed, parameters={"type": "object"}).context == {"ctx"}

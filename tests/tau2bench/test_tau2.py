@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from recorder import read_cassette
 from replay import check_case, load_case, tau2
 from replay._cli.main import cli
 from replay.graders import Verdict
+from replay.integrations import _tau2
 from replay.integrations._tau2 import Imported
 from replay.modes import Environment, offline, sandbox
 from replay.worlds._documents import Documents
@@ -169,6 +171,26 @@ def test_replay_import_tau2_writes_a_fixture_and_cases(tmp_path: Path) -> None:
     assert case.reference_solution[0].tool == "get_user_details"
     bad = CliRunner().invoke(cli, ["import", "tau2", "telecom", "--out", str(tmp_path)])
     assert bad.exit_code == 2 and "unknown tau2 domain 'telecom'" in bad.stderr
+
+
+@pytest.mark.parametrize("domain", tau2.DOMAINS)
+def test_case_files_are_written_alike_by_libyaml_and_pure_python_yaml(
+    domain: str, imported: dict[str, Imported], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import writes case files with libyaml's emitter where PyYAML has it: the same
+    text as PyYAML's own, for every task."""
+    assert _tau2._Dumper.__mro__[1] is yaml.CSafeDumper  # (libyaml is in PyYAML's wheels)
+
+    class Plain(yaml.SafeDumper):
+        pass
+
+    Plain.add_representer(str, _tau2._str)
+    for path, task in zip(imported[domain].cases, tau2.tasks(domain), strict=True):
+        actions = [a for a in task.evaluation_criteria.actions or [] if a.requestor == "assistant"]
+        with monkeypatch.context() as patched:
+            patched.setattr(_tau2, "_Dumper", Plain)
+            plain = _tau2._case_yaml(domain, task, actions)
+        assert path.read_text() == plain, path
 
 
 @pytest.mark.parametrize(
