@@ -18,9 +18,9 @@ on two cores even bare. The target is checked on ``agent``.
 Ray and Dask run when installed (``pip install 'agent-replay[ray,dask]'``),
 with ``agent``; their start-up (a local cluster) is timed apart. Where
 bubblewrap runs, ``agent`` runs walled too (``--isolation process``, the
-sandbox's default there): a fifth of the trials, 8 in flight over 2
-workers (``--quick``: a tenth, 4 in flight), each a child forked from a
-zygote (start-up: the zygotes').
+sandbox's default there): a fifth of the trials over 2 workers, 8 in flight
+(the target's) and then 64 (``--quick``: a tenth, 4 in flight), each a child
+forked from a zygote (start-up: the zygotes', one per trial in flight).
 
 Run alone: ``python -m bench.executors [--quick]``.
 """
@@ -175,10 +175,10 @@ def run(quick: bool = False, smoke: bool = False) -> list[Point]:
                 for executor in ["local", *(clusters if agent == AGENTS[0] else [])]:
                     points.append(_harness(root, agent, executor, url, trials))
             if _walls():  # fewer in flight: each is a sandbox (a zygote's child) of its own
-                walled, flight = (
-                    (trials // 10, 4) if quick or smoke else (trials // 5, WALLED_CONCURRENCY)
-                )
-                points.append(_harness(root, AGENTS[0], "local", url, walled, flight))
+                flights = (4,) if quick or smoke else (WALLED_CONCURRENCY, CONCURRENCY)
+                walled = trials // 10 if quick or smoke else trials // 5
+                for flight in flights:
+                    points.append(_harness(root, AGENTS[0], "local", url, walled, flight))
     finally:
         server.kill()
     return points
@@ -242,7 +242,8 @@ def report(points: list[Point]) -> str:
     head = (
         f"{points[0].trials:,} trials x {CALLS} LLM calls of {LATENCY * 1000:.0f} ms, "
         f"{CONCURRENCY} in flight over {WORKERS} workers (bare: the agent alone, no harness; "
-        f"walled: fewer trials, {WALLED_CONCURRENCY} in flight over {WORKERS // 2}; --quick: 4)"
+        f"walled: fewer trials, {WALLED_CONCURRENCY} then {CONCURRENCY} in flight over "
+        f"{WORKERS // 2}; --quick: 4)"
     )
     return table(head, ["agent", "executor", "passed", "wall", "ideal", "efficiency",
                         "overhead/trial", "start-up", "vs bare"], rows)  # fmt: skip

@@ -1,5 +1,5 @@
 """The benchmark command runs end to end (numbers are for people, not asserted), and the
-regression check compares its figures as it says."""
+regression check benches the work tree as it is (its rule: tests/test_bench_check.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.check import changes, snapshot, worse_by
+from bench.__main__ import BENCHES
+from bench.check import snapshot
 from bench.targets import Figure
 from tests.helpers import HANG_GUARD_S, REPO
 
@@ -44,8 +45,29 @@ def test_bench_runs_and_reports_every_target(tmp_path: Path) -> None:
     shown = [line for line in out.splitlines() if "of the target)" in line]
     assert len(written) == len(shown) >= 9  # every figure with a target, printed and written
     for key, figure in written.items():
+        assert figure.pop("bench") in {b.name for b in BENCHES}  # (what measured it)
         again = Figure(**figure)
         assert again.key == key and f"({again.ratio:.2f} of the target)" in out
+
+
+def test_only_runs_the_benchmarks_named_and_refuses_a_name_it_does_not_know(
+    tmp_path: Path,
+) -> None:
+    figures = tmp_path / "figures.json"
+    run = [sys.executable, "-m", "bench", "--quick", "--only", "state_diff", "--json"]
+    done = subprocess.run(
+        [*run, str(figures)], cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
+    assert done.returncode == 0, done.stderr
+    assert "state diff" in done.stdout and "open a cassette" not in done.stdout
+    assert [(k, f["bench"]) for k, f in json.loads(figures.read_text()).items()] == [
+        ("state_diff_s", "state_diff")
+    ]
+    unknown = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "state_diff,nope"],
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert unknown.returncode == 2 and "no benchmark nope" in unknown.stderr
 
 
 def test_a_figure_s_ratio_to_its_target_is_at_most_one_when_met() -> None:
@@ -54,37 +76,6 @@ def test_a_figure_s_ratio_to_its_target_is_at_most_one_when_met() -> None:
     low = Figure("e", "e", 0.76, 0.93, "higher", "76%")
     assert round(low.ratio, 2) == 1.22 and not low.met
     assert Figure("e", "e", 0.95, 0.93, "higher", "95%").met
-
-
-def _run(**values: float) -> dict[str, dict[str, object]]:
-    better = {"open_s": "lower", "efficiency": "higher", "tiny_s": "lower"}
-    target = {"open_s": 1.0, "efficiency": 0.93, "tiny_s": 0.15e-3}
-    return {
-        key: {"key": key, "what": key, "value": v, "better": better[key], "target": target[key]}
-        for key, v in values.items()
-    }
-
-
-def test_the_check_names_a_figure_more_than_a_fifth_worse_by_its_medians() -> None:
-    old = [_run(open_s=1.0, efficiency=0.90), _run(open_s=1.1, efficiency=0.92)]
-    # (medians: open 1.05 -> 1.30 is 24% worse; efficiency 0.91 -> 0.80 is 14% worse)
-    new = [_run(open_s=1.3, efficiency=0.80), _run(open_s=5.0, efficiency=0.80), _run(open_s=1.05)]
-    found, alone = changes(old, new)
-    assert alone == []
-    worse = {c.key: round(c.worse, 3) for c in found}
-    assert worse == {"open_s": round(1.3 / 1.05 - 1, 3), "efficiency": round(0.91 / 0.8 - 1, 3)}
-    assert [c.key for c in found if c.named] == []  # (open: 1.05 as fast as an old run)
-    apart = changes(old, [_run(open_s=1.3), _run(open_s=1.4)])[0]
-    assert [c.key for c in apart if c.named] == ["open_s"]  # (every new run slower)
-    assert worse_by(1.0, 0.5, "lower") == -0.5  # (faster: better, never named)
-    _, alone = changes([_run(open_s=1.0)], [_run(open_s=1.0, efficiency=0.9)])
-    assert alone == ["efficiency"]  # (measured on one side only: listed, not compared)
-    # Half again as much, but 0.02 -> 0.03 ms is a fifteenth of its 0.15 ms target: noise.
-    (tiny,) = changes([_run(tiny_s=0.02e-3)], [_run(tiny_s=0.03e-3)])[0]
-    assert round(tiny.worse, 2) == 0.5 and not tiny.named
-    (grew,) = changes([_run(tiny_s=0.10e-3)], [_run(tiny_s=0.14e-3)])[0]
-    assert grew.named  # (40% worse, by over a quarter of its target)
-    assert worse_by(0.0, 0.04, "lower") == float("inf")  # (from nothing: worse, not hidden)
 
 
 def test_the_check_benches_the_work_tree_as_it_is_without_touching_it(tmp_path: Path) -> None:
