@@ -67,15 +67,20 @@ def world_hash(conn: sqlite3.Connection, *, like: str | None = None) -> str:
     )
 
 
+def _schema(cursor: sqlite3.Cursor) -> list[tuple[str, str, str | None]]:
+    """Every table, index, view and trigger (not SQLite's own): type, name, SQL, in order."""
+    return cursor.execute(
+        "SELECT type, name, sql FROM main.sqlite_master "
+        "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name"
+    ).fetchall()
+
+
 def _v2(conn: sqlite3.Connection) -> str:
     digest = hashlib.sha256()
     cursor = conn.cursor()
     cursor.row_factory = None
     pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
-    schema = cursor.execute(
-        "SELECT type, name, sql FROM main.sqlite_master "
-        "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name"
-    ).fetchall()
+    schema = _schema(cursor)
     for kind, name, sql in schema:
         digest.update(json.dumps([kind, name, sql]).encode())
         if kind != "table" or (sql or "").upper().startswith("CREATE VIRTUAL"):
@@ -101,10 +106,7 @@ def _v1(conn: sqlite3.Connection) -> str:
     digest = hashlib.sha256()
     cursor = conn.cursor()
     cursor.row_factory = None
-    schema = cursor.execute(
-        "SELECT type, name, sql FROM main.sqlite_master "
-        "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name"
-    ).fetchall()
+    schema = _schema(cursor)
     for kind, name, sql in schema:
         digest.update(json.dumps([kind, name, sql]).encode())
         if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL"):

@@ -112,41 +112,16 @@ def read_rows(conn: sqlite3.Connection, run: str) -> RunRows:
     )
 
 
-_TRIAL_COLUMNS = (
-    "case_id",
-    "idx",
-    "verdict",
-    "failure",
-    "cause",
-    "cause_detail",
-    "guards",
-    "cassette",
-    "steps",
-    "input_tokens",
-    "output_tokens",
-    "latency",
-    "cost",
-    "expects",
-    "credit",
-)
-"""The columns of a trial in ``report --json``, in its keys' order."""
-_TRIAL_KEYS = (
-    "case",
-    "idx",
-    "verdict",
-    "failure",
-    "cause",
-    "cause_detail",
-    "guards",
-    "cassette",
-    "steps",
-    "input_tokens",
-    "output_tokens",
-    "latency",
-    "cost",
-    "expects",
-    "partial_credit",
-)
+_TRIAL_FIELDS = (
+    ("case_id", "case"), ("idx", "idx"), ("verdict", "verdict"), ("failure", "failure"),
+    ("cause", "cause"), ("cause_detail", "cause_detail"), ("guards", "guards"),
+    ("cassette", "cassette"), ("steps", "steps"), ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"), ("latency", "latency"), ("cost", "cost"),
+    ("expects", "expects"), ("credit", "partial_credit"),
+)  # fmt: skip
+"""A trial's columns and its keys in ``report --json``, in its keys' order."""
+_TRIAL_COLUMNS = tuple(column for column, _ in _TRIAL_FIELDS)
+_TRIAL_KEYS = tuple(key for _, key in _TRIAL_FIELDS)
 _LISTS = frozenset({"cause_detail", "guards"})
 """Columns holding a JSON list (NULL: empty)."""
 
