@@ -61,19 +61,20 @@ class Bench:
 
 
 BENCHES = (
-    Bench("cassette_open", lambda q, s: cassette_open.run(quick=q), cassette_open.report, "opened"),
+    Bench("cassette_open", lambda q, s: cassette_open.run(quick=q, smoke=s), cassette_open.report,
+          "opened"),
     Bench("record_overhead", lambda q, s: record_overhead.run(quick=q), record_overhead.report,
           "overhead"),
     Bench("record_clients", lambda q, s: record_clients.run(quick=q), record_clients.report,
           "clients"),
     Bench("world_reset", lambda q, s: world_reset.run(quick=q), world_reset.report, "reset"),
-    Bench("state_diff", lambda q, s: state_diff.run(quick=q), state_diff.report, "diff"),
+    Bench("state_diff", lambda q, s: state_diff.run(quick=q, smoke=s), state_diff.report, "diff"),
     Bench("executors", lambda q, s: executors.run(quick=q, smoke=s), executors.report, "spread"),
     Bench("mcp_proxy", lambda q, s: mcp_proxy.run(quick=q, smoke=s), mcp_proxy.report, "proxied",
           "mcp proxy", mcp_proxy.available, "mcp is not installed"),
     Bench("isolation", lambda q, s: isolation.run(quick=q), isolation.report, "walled",
           "isolation", isolation.available, "bubblewrap does not run"),
-    Bench("tau2_gold", lambda q, s: tau2_gold.run(quick=q), tau2_gold.report, "gold",
+    Bench("tau2_gold", lambda q, s: tau2_gold.run(quick=q, smoke=s), tau2_gold.report, "gold",
           "tau2 gold pass", tau2_gold.available, "tau2 is not installed"),
     Bench("reports", lambda q, s: reports.run(quick=q, smoke=s), reports.report, "read"),
     Bench("stats", lambda q, s: stats.run(quick=q, smoke=s), stats.report, None),
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="--quick, with fewer executor trials, one agent, no Ray or Dask: that it runs",
+        help="smaller than --quick (fewer calls, rows, tasks and trials, one agent, no Ray "
+        "or Dask): that it runs",
     )
     parser.add_argument(
         "--only",

@@ -40,7 +40,7 @@ from recorder._streams import zstd
 from . import _data
 from ._report import mb, median_time, ratio, secs, table, timed
 
-FULL_N, QUICK_N = 10_000, 1_000
+FULL_N, QUICK_N, SMOKE_N = 10_000, 1_000, 200
 OPEN_TARGET_PER_CALL_S = 25e-6
 """Open a cassette in 25 us per call at most: 0.25 s for 10,000 calls."""
 SIZE_TARGET_X = 20.0
@@ -237,9 +237,9 @@ def window_sensitivity(
     return out
 
 
-def run(quick: bool = False, workdir: Path | None = None) -> OpenResult:
-    """Generate, record both ways, measure sizes and open times."""
-    n = QUICK_N if quick else FULL_N
+def run(quick: bool = False, workdir: Path | None = None, smoke: bool = False) -> OpenResult:
+    """Generate, record both ways, measure sizes and open times (``smoke``: that it runs)."""
+    n = SMOKE_N if smoke else QUICK_N if quick else FULL_N
     reps_ours, reps_vcr = (3, 1) if quick else (5, 2)
     with tempfile.TemporaryDirectory(prefix="agent-replay-bench-") as tmp:
         base = workdir or Path(tmp)

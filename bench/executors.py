@@ -40,7 +40,7 @@ from typing import Any
 from . import _slow_llm
 from ._report import secs, table
 
-TRIALS, QUICK_TRIALS, SMOKE_TRIALS = 1600, 320, 128
+TRIALS, QUICK_TRIALS, SMOKE_TRIALS = 1600, 320, 64
 CONCURRENCY = 64
 WORKERS = 4
 WALLED_CONCURRENCY = 8

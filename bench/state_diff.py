@@ -43,6 +43,7 @@ from ._report import ratio, secs, table, timed
 
 FULL_ROWS = (10_000, 100_000, 1_000_000)
 QUICK_ROWS = (10_000,)
+SMOKE_ROWS = (1_000,)
 TARGET_S = 1e-3
 DEEPDIFF_BUDGET_S = 60.0
 OURS_REPS, QUICK_OURS_REPS = 30, 20
@@ -280,9 +281,9 @@ def measure_deepdiff(db: Path, reps: int, budget: float, log: Path) -> Incumbent
     return result
 
 
-def run(quick: bool = False, workdir: Path | None = None) -> DiffResult:
-    """Measure every size: ours in this process, DeepDiff in a child."""
-    sizes = QUICK_ROWS if quick else FULL_ROWS
+def run(quick: bool = False, workdir: Path | None = None, smoke: bool = False) -> DiffResult:
+    """Measure every size: ours in this process, DeepDiff in a child (``smoke``: that it runs)."""
+    sizes = SMOKE_ROWS if smoke else QUICK_ROWS if quick else FULL_ROWS
     reps = QUICK_OURS_REPS if quick else OURS_REPS
     out = []
     with tempfile.TemporaryDirectory(prefix="agent-replay-bench-") as tmp:
