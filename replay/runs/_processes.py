@@ -7,6 +7,7 @@ import functools
 import itertools
 import math
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import pickle
 import sys
@@ -79,6 +80,27 @@ def _actor_main(conn: Connection, path: list[str], blobs: Mapping[str, Blob], th
     conn.close()
 
 
+PRELOAD = ("replay.runs._processes", "recorder._vcr", "recorder._http")
+"""What the fork server imports once, before it forks any worker: each worker starts with
+the harness and the recorder's interceptors loaded (4 workers importing them took 4 s of
+start-up on 2 cores; a fork takes milliseconds). Only the project's own modules: an
+agent's module may start threads at import, which a fork would not carry over."""
+
+
+def _forkserver() -> Any:
+    """The ``forkserver`` context, its server (when it starts) preloading ``PRELOAD``.
+
+    The fork server is one per process, started by its first use: where something
+    else in this process started it before, it goes on without the preload (workers
+    import what they need themselves, as before).
+    """
+    context = multiprocessing.get_context("forkserver")
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    current = list(getattr(server, "_preload_modules", None) or ["__main__"])
+    context.set_forkserver_preload([*current, *(m for m in PRELOAD if m not in current)])
+    return context
+
+
 STARTUP_S = 120.0
 """Seconds a new worker process may take to import and load its fixtures."""
 
@@ -97,6 +119,13 @@ class _Actor:
         )
         self.process.start()
         child.close()
+        self.futures: dict[int, Future[list[Done]]] = {}
+        self.lock = threading.Lock()
+        self.alive = True
+        self.reader = threading.Thread(target=self._read, daemon=True)
+
+    def ready(self) -> None:
+        """Wait until the worker has started (workers started together start at once)."""
         status, detail = "failed", "it exited at once"
         with contextlib.suppress(EOFError, OSError):
             if self.conn.poll(STARTUP_S):
@@ -107,10 +136,6 @@ class _Actor:
             self.process.kill()
             self.process.join()
             raise ConfigError(f"a worker process could not start: {detail}")
-        self.futures: dict[int, Future[list[Done]]] = {}
-        self.lock = threading.Lock()
-        self.alive = True
-        self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
@@ -162,7 +187,8 @@ class _Actor:
         self.process.join(timeout=10)
         if self.process.is_alive():
             self.process.kill()
-        self.reader.join(timeout=10)
+        if self.reader.is_alive():
+            self.reader.join(timeout=10)
         self.conn.close()
 
 
@@ -178,14 +204,27 @@ class Processes(Backend):
         self.workers = workers
         self.slots = max(1, concurrency)
         self._threads = max(1, math.ceil(self.slots / workers))
-        self._context = multiprocessing.get_context("forkserver")
+        self._context = _forkserver()
         self._path = [os.getcwd(), *sys.path]
         self._blobs = dict(blobs)
         self._keys = itertools.count()
-        self._actors = [self._spawn() for _ in range(workers)]
+        self._actors = [self._start() for _ in range(workers)]
+        try:  # started together, waited for in turn: their imports overlap
+            for actor in self._actors:
+                actor.ready()
+        except BaseException:
+            for actor in self._actors:
+                actor.process.kill()
+                actor.process.join()
+            raise
+
+    def _start(self) -> _Actor:
+        return _Actor(self._context, self._path, self._blobs, self._threads)
 
     def _spawn(self) -> _Actor:
-        return _Actor(self._context, self._path, self._blobs, self._threads)
+        actor = self._start()
+        actor.ready()
+        return actor
 
     def submit(self, work: Work) -> Future[list[Done]]:
         actor = min((a for a in self._actors if a.alive), key=_Actor.load, default=None)
