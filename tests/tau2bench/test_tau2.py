@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from recorder import read_cassette
+from recorder import patched, read_cassette
 from replay import check_case, load_case, tau2
 from replay._cli.main import cli
 from replay.graders import Verdict
@@ -41,17 +41,18 @@ def test_every_gold_solution_passes_and_agrees_with_tau2s_own_hash(
 ) -> None:
     tasks = {f"tau2-{domain}-{t.id}": t for t in tau2.tasks(domain)}
     passed, agree, disagree = 0, 0, []
-    for path in imported[domain].cases:
-        case = load_case(path)
-        result = check_case(case, TOOLS[domain])
-        assert result is not None
-        assert result.outcome.verdict is Verdict.PASS, (case.id, result.outcome.evidence)
-        passed += 1
-        state = Documents(result.trial.world.conn).dump()  # type: ignore[attr-defined]
-        if tau2.tau2_hash(state) == tau2.gold_hash(domain, tasks[case.id]):
-            agree += 1
-        else:
-            disagree.append(case.id)
+    with patched():  # the interceptors in place once for every case, as check-cases does
+        for path in imported[domain].cases:
+            case = load_case(path)
+            result = check_case(case, TOOLS[domain])
+            assert result is not None
+            assert result.outcome.verdict is Verdict.PASS, (case.id, result.outcome.evidence)
+            passed += 1
+            state = Documents(result.trial.world.conn).dump()  # type: ignore[attr-defined]
+            if tau2.tau2_hash(state) == tau2.gold_hash(domain, tasks[case.id]):
+                agree += 1
+            else:
+                disagree.append(case.id)
     # Every task of tau2 26.3: 43 and 112 with gold actions, 7 and 2 without (a case whose
     # empty reference solution leaves the world as it began, as tau2's own hash says).
     expected = {"airline": 50, "retail": 114}[domain]
