@@ -8,10 +8,26 @@ chooses where a run's agents go when asked for ``auto``; ``_servers`` walls a wa
 run's third-party MCP servers too.
 """
 
-from ._choice import choose_isolation, unavailable
-from ._command import AgentCommand, ChildAgent
-from ._isolation import Caps, allowed_host
-from ._servers import ServerWalls
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from ._choice import choose_isolation, unavailable
+    from ._command import AgentCommand, ChildAgent
+    from ._isolation import Caps, allowed_host
+    from ._servers import ServerWalls
+
+# Each name loads on first use: a walled child (``python -m replay.agents._child``, one
+# per zygote) imports what it runs, not the harness behind ``_choice`` and ``_command``.
+_EXPORTS = {
+    "AgentCommand": "._command",
+    "Caps": "._isolation",
+    "ChildAgent": "._command",
+    "ServerWalls": "._servers",
+    "allowed_host": "._isolation",
+    "choose_isolation": "._choice",
+    "unavailable": "._choice",
+}
 
 __all__ = [
     "AgentCommand",
@@ -22,3 +38,11 @@ __all__ = [
     "choose_isolation",
     "unavailable",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -7,12 +7,13 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recorder import ConfigError, Recording, Tool
+if TYPE_CHECKING:  # (imported where used: a walled child imports this module alone)
+    from recorder import Recording, Tool
 
-from ..mcp import McpProxy, McpTools
-from ..surroundings import FaultInjector, LlmProxy, UserChannel
+    from ..mcp import McpProxy, McpTools
+    from ..surroundings import FaultInjector, LlmProxy, UserChannel
 
 
 @dataclass
@@ -104,6 +105,8 @@ class Environment:
             servers.insert(0, ("", self.mcp))
         infixes = [infix for infix, _ in servers]
         if len(set(infixes)) < len(infixes):
+            from recorder import ConfigError
+
             raise ConfigError(
                 f"MCP server names {sorted(self.mcp_servers)} give the same variable names: "
                 "rename one (letters and digits are kept, the rest become _)"
@@ -181,6 +184,9 @@ def environment(
     ``tools``' schemas, ``dispatch`` (faults injected) to call them, the same
     as functions and over MCP, and the LLM endpoint and settings.
     """
+    from ..mcp import McpTools
+    from ..surroundings import LlmProxy
+
     if faults is not None:
         dispatch = faults.wrap(dispatch)
     specs = [t.openai_schema() for t in tools]

@@ -8,10 +8,7 @@ read it. Cassette names are made here and nowhere else.
 
 from __future__ import annotations
 
-import importlib
-import os
 import sqlite3
-import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,25 +176,3 @@ class TrialPlan:
                 f"{self.mode} of case {self.case.id!r} needs the recorded trial (a cassette)"
             )
         return self.recorded
-
-
-def load_callable(spec: str) -> Callable[..., Any]:
-    """Import ``module:function``.
-
-    Raises:
-        ConfigError: The spec is malformed or does not resolve to a callable.
-    """
-    module_name, _, attr = spec.partition(":")
-    if os.getcwd() not in sys.path:  # as pytest and uvicorn do: the project's own modules
-        sys.path.insert(0, os.getcwd())
-    if not module_name or not attr:
-        raise ConfigError(f"{spec!r} is not module:function (e.g. examples.shop:agent)")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot load {spec!r}: {exc}") from None
-    if not callable(target):
-        raise ConfigError(f"{spec!r} is not callable")
-    return target  # type: ignore[no-any-return]
