@@ -82,9 +82,10 @@ def _actor_main(conn: Connection, path: list[str], blobs: Mapping[str, Blob], th
 
 PRELOAD = ("replay.runs._processes", "recorder._vcr", "recorder._http")
 """What the fork server imports once, before it forks any worker: each worker starts with
-the harness and the recorder's interceptors loaded (4 workers importing them took 4 s of
-start-up on 2 cores; a fork takes milliseconds). Only the project's own modules: an
-agent's module may start threads at import, which a fork would not carry over."""
+the harness and the recorder's interceptors loaded (4 workers each importing them, in
+turn, made a run's start-up about 6 s on 2 cores; a fork takes milliseconds). Only the
+project's own modules: an agent's module may start threads at import, which a fork would
+not carry over."""
 
 
 def _forkserver() -> Any:
@@ -216,6 +217,7 @@ class Processes(Backend):
             for actor in self._actors:
                 actor.process.kill()
                 actor.process.join()
+                actor.conn.close()
             raise
 
     def _start(self) -> _Actor:
