@@ -36,13 +36,13 @@ import sys
 import threading
 import time
 import traceback
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
 from ..modes import Environment, load_callable
 from . import _forward, _seccomp
 from ._memory import stored, usage
+from ._post import post
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -63,9 +63,7 @@ class _Mcp:
 
 def _rpc(url: str, method: str, params: Mapping[str, Any]) -> Any:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-    request = urllib.request.Request(url, data=body, headers=HEADERS, method="POST")
-    with urllib.request.urlopen(request, timeout=600) as response:
-        text = response.read().decode()
+    text = post(url, body, HEADERS).decode()
     lines = [line[5:] for line in text.splitlines() if line.startswith("data:")]
     answer = json.loads(lines[-1] if lines else text)
     if "error" in answer:
@@ -86,10 +84,7 @@ class _User:
     def say(self, text: str) -> str | None:
         """Tell the user ``text``; its answer, or None once it has ended the talk."""
         body = json.dumps({"text": text}).encode()
-        request = urllib.request.Request(self.url, data=body, method="POST")
-        request.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(request, timeout=600) as response:
-            answer = json.loads(response.read())
+        answer = json.loads(post(self.url, body, {"Content-Type": "application/json"}))
         if "error" in answer:
             raise UserFailed(f"{answer['error']['type']}: {answer['error']['message']}")
         reply = answer.get("reply")
