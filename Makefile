@@ -53,8 +53,15 @@ TEST_JOBS ?= 2
 # The tests start hundreds of Python processes (the CLI, workers, walled agents); each would
 # compile the project's modules again where PYTHONDONTWRITEBYTECODE is set, so the tests
 # keep bytecode (in __pycache__/, ignored by git) whatever the shell says.
-test: $(VENV)/.dev lint docs $(NODE_EXAMPLE)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup
+#
+# Lint, types and the docs build run beside the suite (its two processes leave a core idle
+# about a third of the time: tests that wait on servers, clusters, subprocesses), their
+# output shown after the suite's; a failure of either fails the target.
+test: $(VENV)/.dev $(NODE_EXAMPLE)
+	@$(MAKE) --no-print-directory lint docs > $(VENV)/checks.log 2>&1 & checks=$$!; \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup; suite=$$?; \
+	wait $$checks; lint=$$?; echo "-- lint, types, docs:"; cat $(VENV)/checks.log; \
+	[ $$suite -eq 0 ] && [ $$lint -eq 0 ]
 	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
 	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools
 
