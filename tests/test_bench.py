@@ -54,7 +54,7 @@ def test_only_runs_the_benchmarks_named_and_refuses_a_name_it_does_not_know(
     tmp_path: Path,
 ) -> None:
     figures = tmp_path / "figures.json"
-    run = [sys.executable, "-m", "bench", "--quick", "--only", "state_diff", "--json"]
+    run = [sys.executable, "-m", "bench", "--smoke", "--only", "state_diff", "--json"]
     done = subprocess.run(
         [*run, str(figures)], cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD_S
     )

@@ -50,6 +50,11 @@ def _venv(where: Path) -> Path:
     return where / "bin"
 
 
+# pip byte-compiles every module it installs unless told not to: half of each install's
+# time here, for a test that imports a few of them once.
+NO_COMPILE = "--no-compile"
+
+
 def _run(args: list[str], cwd: Path) -> str:
     done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{shlex.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
@@ -118,7 +123,7 @@ def test_the_readme_install_from_a_clone_works_in_a_new_venv(
     bin_ = _venv(tmp_path / "venv")
     words = _readme_line(r"pip install /path/to/agent-replay")
     words = [str(clone) if w == "/path/to/agent-replay" else w for w in words]
-    _run([str(bin_ / "python"), "-m", *words], cwd=tmp_path)
+    _run([str(bin_ / "python"), "-m", *words, NO_COMPILE], cwd=tmp_path)
     assert "Usage: replay" in _run([str(bin_ / "replay"), "--help"], cwd=tmp_path)
 
 
@@ -127,7 +132,7 @@ def test_the_built_wheel_installs_in_a_new_venv(
 ) -> None:
     _, wheel, _ = built
     bin_ = _venv(tmp_path / "venv")
-    _run([str(bin_ / "python"), "-m", "pip", "install", "-q", str(wheel)], cwd=tmp_path)
+    _run([str(bin_ / "python"), "-m", "pip", "install", "-q", NO_COMPILE, str(wheel)], cwd=tmp_path)
     assert "Usage: replay" in _run([str(bin_ / "replay"), "--help"], cwd=tmp_path)
     code = "import recorder, replay; print(recorder.__file__)"
     where = _run([str(bin_ / "python"), "-c", code], cwd=tmp_path)
