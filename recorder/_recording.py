@@ -37,11 +37,11 @@ from ._secrets import Secrets
 from ._sse import stream_ended
 from ._tape import Tape
 from ._turns import Turn, Turns
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._playback import Playback
 
-__version__ = "0.1.0"
 
 Done = Callable[[list[bytes], BaseException | None, bool], None]
 

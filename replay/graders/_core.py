@@ -7,14 +7,18 @@ import importlib
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from recorder import Cassette, ConfigError
+from recorder import ConfigError
 
 from ..plugins import GROUPS, Registry
-from ..worlds import StateDiff
 from ._case import GradedCase
 from ._world_view import WorldView
+
+if TYPE_CHECKING:
+    from recorder import Cassette
+
+    from ..worlds import StateDiff
 
 
 class Verdict(str, enum.Enum):
