@@ -72,7 +72,7 @@ BENCHES = (
     Bench("executors", lambda q, s: executors.run(quick=q, smoke=s), executors.report, "spread"),
     Bench("mcp_proxy", lambda q, s: mcp_proxy.run(quick=q, smoke=s), mcp_proxy.report, "proxied",
           "mcp proxy", mcp_proxy.available, "mcp is not installed"),
-    Bench("isolation", lambda q, s: isolation.run(quick=q), isolation.report, "walled",
+    Bench("isolation", lambda q, s: isolation.run(quick=q, smoke=s), isolation.report, "walled",
           "isolation", isolation.available, "bubblewrap does not run"),
     Bench("tau2_gold", lambda q, s: tau2_gold.run(quick=q, smoke=s), tau2_gold.report, "gold",
           "tau2 gold pass", tau2_gold.available, "tau2 is not installed"),

@@ -66,8 +66,8 @@ def _answer(instruction: str, env: Any) -> str:
     return "done"
 
 
-def run(quick: bool = False) -> Result:
-    """Each way, interleaved, ``trials`` times."""
+def run(quick: bool = False, smoke: bool = False) -> Result:
+    """Each way, interleaved, 30 times (``quick``: 8; ``smoke``: 3, that it runs)."""
     from replay import AgentCommand, load_case, sandbox
     from replay.agents._command import ChildAgent
 
@@ -83,13 +83,14 @@ def run(quick: bool = False) -> Result:
         (root / "w.sql").write_text("CREATE TABLE t (id INTEGER PRIMARY KEY);\n")
         (root / "case.yaml").write_text("id: start\ninstruction: go\nfixture: w.sql\n")
         case = load_case(root / "case.yaml")
-        for i in range(8 if quick else 30):
+        rounds = 3 if smoke else 8 if quick else 30
+        for i in range(rounds):
             for way in WAYS:
                 started = time.perf_counter()
                 sandbox(case, agents[way], lambda conn: [], root / f"{i}.cassette",
                         llm_base_url="http://127.0.0.1:9/v1")  # fmt: skip
                 times[way].append(time.perf_counter() - started)
-        per_call = _per_call(root, 8 if quick else 30)
+        per_call = _per_call(root, rounds)
     seconds = {way: statistics.median(times[way]) for way in WAYS}
     start = {"in-process": seconds["in-process"], "walled": seconds["walled Python agent"]}
     return Result(seconds, {way: max(0.0, t - start[way]) / CALLS for way, t in per_call.items()})

@@ -16,6 +16,16 @@ with contextlib.suppress(ImportError):
     import mcp.client.stdio  # noqa: F401
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first, the rest after them in their order.
+
+    pytest-xdist hands tests out in this order: the long ones start early, one on each
+    process, and the quick ones even the processes out at the end, rather than a long
+    one collected last running alone while the other process has nothing left to do.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _own_scratch(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's workers keep their scratch folders in a folder of the test's own.

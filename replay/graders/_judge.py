@@ -23,12 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from recorder import ErrorEvent, Pins, ToolEvent, record
 
 from ._core import Grade, Trial, Verdict
-from ._deadline import post_within
 from ._pairwise import (
     FENCE,
     PAIRWISE_PROMPT,
@@ -169,6 +166,10 @@ class Judge:
             ],
         }
         headers = {"Authorization": f"Bearer {self.api_key}"}
+        import httpx  # (here, not above: a process that never asks a judge never loads it)
+
+        from ._deadline import post_within
+
         try:
             response = post_within(
                 self.base_url, "chat/completions", json=body, headers=headers, deadline=self.timeout

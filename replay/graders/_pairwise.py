@@ -17,11 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-import httpx
-
 from recorder import ConfigError
-
-from ._deadline import post_within
 
 Choice = Literal["A", "B"] | None
 """Which candidate a pairwise judge preferred; None: it could not tell (``unknown``)."""
@@ -118,6 +114,10 @@ class Restater:
         }
         where = f"the restating model {self.model!r} at {self.base_url}"
         headers = {"Authorization": f"Bearer {self.api_key}"}
+        import httpx  # (here, not above: a process that never restates never loads it)
+
+        from ._deadline import post_within
+
         try:
             response = post_within(
                 self.base_url, "chat/completions", json=body, headers=headers, deadline=self.timeout

@@ -87,6 +87,7 @@ def graded_run(
     write_grader(folder, PASS_ALL)
 
 
+@pytest.mark.slow
 def test_a_grader_change_that_flips_2_of_100_exits_1_and_names_them(
     graded_run: str, recorded: tuple[Path, Path]
 ) -> None:

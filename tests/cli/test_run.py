@@ -175,6 +175,7 @@ def stored_trials(store: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     binary = str(Path(sys.executable).with_name("replay"))
@@ -210,6 +211,7 @@ def test_a_killed_run_resumes_to_exactly_k_trials(store: str) -> None:
     assert Store(store).run("killed").finished  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_to_resume_and_the_hint_for_a_used_name_works(store: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     binary = str(Path(sys.executable).with_name("replay"))

@@ -47,6 +47,7 @@ def _verdicts(store: str, run: str) -> list[str]:
     return [t.verdict for t in Store(store).trials(run)]
 
 
+@pytest.mark.slow
 def test_a_run_with_a_third_party_server_is_stored_resumed_and_replayed_offline(
     case: str, tmp_path: Path
 ) -> None:

@@ -181,6 +181,7 @@ def recorded_order(pytester: pytest.Pytester) -> int:
     return int(call.args["order_id"])  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("steps"),
     [

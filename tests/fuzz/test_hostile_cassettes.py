@@ -169,6 +169,7 @@ def test_column_names_from_a_delta_are_names_never_sql(tmp_path: Path) -> None:
     assert world.conn.execute("SELECT v FROM t").fetchall() == [("a",)]
 
 
+@pytest.mark.slow
 def test_mutated_cassettes_end_only_in_project_errors(tmp_path: Path) -> None:
     # A spread of every kind of mutation (bench.hostile runs 10,000 the same way).
     found = []
