@@ -26,10 +26,16 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 
 # The demo records into .replay/ (ignored by git), so the committed golden cassettes stay as
 # they are and `git status` stays clean.
+#
+# Installed without byte-compiling (above), so the demo, like the tests, keeps the bytecode
+# of what it imports whatever the shell says: the first run writes it (in .venv and in
+# __pycache__/, ignored by git), later runs read it (15 s, not 26).
+KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
+
 demo: $(VENV)/.demo
-	$(BIN)/python -m examples.shop .replay/demo-cassettes/refund-4812.cassette
-	$(BIN)/replay show .replay/demo-cassettes/refund-4812.cassette
-	$(BIN)/python -m examples.shop.demo .replay/demo-cassettes .replay/demo.db
+	$(KEEP_BYTECODE) $(BIN)/python -m examples.shop .replay/demo-cassettes/refund-4812.cassette
+	$(KEEP_BYTECODE) $(BIN)/replay show .replay/demo-cassettes/refund-4812.cassette
+	$(KEEP_BYTECODE) $(BIN)/python -m examples.shop.demo .replay/demo-cassettes .replay/demo.db
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check recorder replay tests bench examples
@@ -61,11 +67,11 @@ TEST_JOBS ?= 2
 # output shown after the suite's; a failure of either fails the target.
 test: $(VENV)/.dev $(NODE_EXAMPLE)
 	@$(MAKE) --no-print-directory lint docs > $(VENV)/checks.log 2>&1 & checks=$$!; \
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup; suite=$$?; \
+	$(KEEP_BYTECODE) $(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup; suite=$$?; \
 	wait $$checks; lint=$$?; echo "-- lint, types, docs:"; cat $(VENV)/checks.log; \
 	[ $$suite -eq 0 ] && [ $$lint -eq 0 ]
-	$(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
-	$(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools
+	$(KEEP_BYTECODE) $(BIN)/replay check-cases examples/shop/cases/*.yaml --tools examples.shop:make_tools
+	$(KEEP_BYTECODE) $(BIN)/replay check-cases examples/frameworks/cases/*.yaml --tools examples.frameworks:make_tools
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench
