@@ -33,15 +33,36 @@ TOOLS = {"airline": tau2.airline_tools, "retail": tau2.retail_tools}
 
 
 ORACLE = """
-import json, sys
+import importlib, json, os, sys
 from replay import tau2
 tau2.quiet()
 domain = sys.argv[1]
-print(json.dumps({f"tau2-{domain}-{t.id}": tau2.gold_hash(domain, t) for t in tau2.tasks(domain)}))
+db = importlib.import_module(f"tau2.domains.{domain}.environment").get_environment().tools.db
+type(db).load = classmethod(lambda cls, path: db)  # (each task's process: its own copy)
+hashes = {}
+for task in tau2.tasks(domain):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.write(write, tau2.gold_hash(domain, task).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        digest = answer.read().decode()
+    assert os.waitpid(pid, 0)[1] == 0 and digest, task.id
+    hashes[f"tau2-{domain}-{task.id}"] = digest
+print(json.dumps(hashes))
 """
-"""tau2's own verdict on every task: its gold actions run on its own environment, its hash
-(in a process of its own, beside the gold pass it checks: tau2's load and hash of its
-database take longer than the pass)."""
+"""tau2's own verdict on every task: its gold actions run on its own environment, its hash.
+
+In a process of its own, beside the gold pass it checks. tau2 loads its database from
+its file once there; each task runs in a fork of that process, on the fork's copy of
+the database, as if loaded anew (loading it took longer than the rest: 0.46 s a task for
+airline's).
+"""
 
 
 def case_path(imported: dict[str, Imported], domain: str, task: str) -> Path:
