@@ -27,7 +27,7 @@ from tests.replay.test_store_versions import VERSION_1
 
 pytestmark = pytest.mark.slow
 
-RUNS = 8
+RUNS = 6
 TRIALS = 2
 
 # `replay` itself, started when the test says go (sys.argv: the command's arguments).

@@ -27,7 +27,7 @@ from replay import Store, TrialRecord
 from replay.graders import Verdict
 
 REPLAY = Path(sys.executable).with_name("replay")
-TRIES = 20
+TRIES = 12
 OLD = b"the old file, which a CI may be reading\n"
 
 # A slow disk for one folder, in the children: each write there is made in 25 flushed

@@ -33,7 +33,7 @@ TOOLS = {"airline": tau2.airline_tools, "retail": tau2.retail_tools}
 
 
 ORACLE = """
-import importlib, json, os, sys
+import importlib, json, os, sys, traceback
 from replay import tau2
 tau2.quiet()
 domain = sys.argv[1]
@@ -44,11 +44,16 @@ for task in tau2.tasks(domain):
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
+        code = 1
         try:
             os.close(read)
             os.write(write, tau2.gold_hash(domain, task).encode())
+            code = 0
+        except BaseException:
+            traceback.print_exc()
         finally:
-            os._exit(0)
+            sys.stderr.flush()
+            os._exit(code)
     os.close(write)
     with os.fdopen(read, "rb") as answer:
         digest = answer.read().decode()
@@ -90,7 +95,9 @@ def test_every_gold_solution_passes_and_agrees_with_tau2s_own_hash(
                 ours[case.id] = tau2.tau2_hash(state)
         out, err = oracle.communicate(timeout=HANG_GUARD_S)
     finally:
-        oracle.kill()
+        if oracle.poll() is None:  # (our pass failed, or the oracle hung: it goes)
+            oracle.kill()
+            oracle.communicate()
     assert oracle.returncode == 0, err.decode()[-3000:]
     gold = json.loads(out)
     disagree = [case_id for case_id, digest in ours.items() if gold[case_id] != digest]
