@@ -14,6 +14,7 @@ import http.client
 import json
 import sqlite3
 import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,6 +70,29 @@ def httpx_agent(instruction: str, env: Any) -> str:
         client.post("chat/completions", json=_body(instruction, n)).raise_for_status()
     env.call_tool("note", {"text": instruction})
     return "done"
+
+
+def timed_agent(instruction: str, env: Any) -> str:
+    """``httpx_agent`` with a client of its own, answering what each step took inside it.
+
+    The answer is JSON: milliseconds to make the ``httpx.Client`` (``client``), each of
+    the ``CALLS`` LLM calls (``calls``) and the tool call (``tool``), timed in the agent's
+    own process, so a walled trial's figures hold what the walls add and nothing else.
+    """
+    started = time.perf_counter()
+    with httpx.Client(base_url=env.llm_base_url, timeout=30) as client:
+        made = time.perf_counter()
+        calls = []
+        for n in range(CALLS):
+            before = time.perf_counter()
+            client.post("chat/completions", json=_body(instruction, n)).raise_for_status()
+            calls.append(time.perf_counter() - before)
+        before = time.perf_counter()
+        env.call_tool("note", {"text": instruction})
+        tool = time.perf_counter() - before
+    ms = 1000.0
+    return json.dumps({"client": (made - started) * ms, "calls": [c * ms for c in calls],
+                       "tool": tool * ms})  # fmt: skip
 
 
 _async_clients: dict[str, httpx.AsyncClient] = {}

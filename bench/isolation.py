@@ -10,10 +10,11 @@ supervisor; a walled Python agent (the same function, ``--agent`` with
 first trial, which starts the zygote, is one of the many the median leaves
 out). The median of interleaved trials counts.
 
-Then the cost of each LLM call behind the walls: the benchmark's ``httpx_agent``
-(10 calls, one tool call) on an LLM that answers at once, in-process and walled
-(where each call goes through the forwarder, the bridge and the trial's recording
-LLM proxy); per call = (its trial - the start-up trial of the same way) / 10.
+Then what the walls add to each step of an agent, timed inside it: the benchmark's
+``timed_agent`` (a new ``httpx.Client``, 10 LLM calls, one tool call, on an LLM that
+answers at once) in-process and walled, where each call goes through the forwarder,
+the bridge and the trial's recording LLM proxy, and the tool call through the trial's
+tool channel. The medians over every trial's calls count.
 
 Run alone: ``python -m bench.isolation [--quick]``.
 """
@@ -21,6 +22,7 @@ Run alone: ``python -m bench.isolation [--quick]``.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -36,12 +38,17 @@ TARGET_MS = 50.0
 WAYS = ("in-process", "plain child", "walled", "walled Python agent")
 
 
+STEPS = ("LLM call", "tool call", "new httpx.Client")
+"""The agent's steps timed inside it (``_trial_agent.timed_agent``)."""
+
+
 @dataclass(frozen=True)
 class Result:
-    """Median seconds per trial, each way; and per LLM call, in-process and walled."""
+    """Median seconds per trial, each way; and each step of an agent, in-process and walled."""
 
     seconds: dict[str, float]
-    per_call: dict[str, float]
+    steps: dict[str, dict[str, float]]
+    """Median milliseconds of each of ``STEPS``, by way (``in-process``, ``walled``)."""
 
     @property
     def added(self) -> float:
@@ -90,44 +97,49 @@ def run(quick: bool = False, smoke: bool = False) -> Result:
                 sandbox(case, agents[way], lambda conn: [], root / f"{i}.cassette",
                         llm_base_url="http://127.0.0.1:9/v1")  # fmt: skip
                 times[way].append(time.perf_counter() - started)
-        per_call = _per_call(root, rounds)
-    seconds = {way: statistics.median(times[way]) for way in WAYS}
-    start = {"in-process": seconds["in-process"], "walled": seconds["walled Python agent"]}
-    return Result(seconds, {way: max(0.0, t - start[way]) / CALLS for way, t in per_call.items()})
+        steps = _steps(root, rounds)
+    return Result({way: statistics.median(times[way]) for way in WAYS}, steps)
 
 
-def _per_call(root: Path, trials: int) -> dict[str, float]:
-    """Median seconds of a trial of ``httpx_agent`` (``CALLS`` LLM calls), each way."""
+def _steps(root: Path, trials: int) -> dict[str, dict[str, float]]:
+    """Median milliseconds of each of ``STEPS`` inside ``timed_agent``'s trials, each way."""
+    from recorder import read_cassette
     from replay import load_case, sandbox
     from replay.agents._command import ChildAgent
 
     from . import _slow_llm
-    from ._trial_agent import httpx_agent, tools
+    from ._trial_agent import timed_agent, tools
 
     (root / "calls.yaml").write_text("id: calls\ninstruction: go\nfixture: calls.sql\n")
     (root / "calls.sql").write_text("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);\n")
     case = load_case(root / "calls.yaml")
-    agents = {"in-process": httpx_agent, "walled": ChildAgent("bench._trial_agent:httpx_agent")}
-    times: dict[str, list[float]] = {way: [] for way in agents}
+    agents = {"in-process": timed_agent, "walled": ChildAgent("bench._trial_agent:timed_agent")}
+    taken: dict[str, dict[str, list[float]]] = {way: {s: [] for s in STEPS} for way in agents}
     server, url = _slow_llm.start(0.0)
     try:
         for i in range(trials):
             for way, agent in agents.items():
-                started = time.perf_counter()
-                sandbox(case, agent, tools, root / f"calls-{i}.cassette", llm_base_url=url)
-                times[way].append(time.perf_counter() - started)
+                path = root / f"calls-{way}-{i}.cassette"
+                sandbox(case, agent, tools, path, llm_base_url=url)
+                footer = read_cassette(path).summary()
+                if footer.status != "ok" or footer.final_answer is None:
+                    raise RuntimeError(f"the {way} timed trial ended {footer.status}")
+                answer = json.loads(footer.final_answer)
+                taken[way]["LLM call"] += answer["calls"]
+                taken[way]["tool call"].append(answer["tool"])
+                taken[way]["new httpx.Client"].append(answer["client"])
     finally:
         server.kill()
-    return {way: statistics.median(t) for way, t in times.items()}
+    return {way: {s: statistics.median(t) for s, t in by.items()} for way, by in taken.items()}
 
 
 def report(result: Result) -> str:
     """The table."""
     base = result.seconds["in-process"]
     rows = [[way, ms(s), ms(s - base)] for way, s in result.seconds.items()]
-    calls = [
-        [way, ms(s), ms(s - result.per_call["in-process"])] for way, s in result.per_call.items()
-    ]
+    inside, walled = result.steps["in-process"], result.steps["walled"]
+    steps = [[s, f"{inside[s]:.3f} ms", f"{walled[s]:.3f} ms", f"{walled[s] - inside[s]:.3f} ms"]
+             for s in STEPS]  # fmt: skip
     return "\n".join([
         table(
             "Trial start-up: a sandbox trial whose agent answers at once",
@@ -135,9 +147,10 @@ def report(result: Result) -> str:
             rows,
         ),
         table(
-            f"Each LLM call ({CALLS} a trial, httpx, an LLM that answers at once)",
-            ["agent", "per call", "over in-process"],
-            calls,
+            f"Inside the agent: each step's median (httpx, {CALLS} LLM calls a trial, an LLM "
+            "that answers at once)",
+            ["step", "in-process", "walled", "walls add"],
+            steps,
         ),
     ])  # fmt: skip
 
