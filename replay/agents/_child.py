@@ -43,6 +43,7 @@ from ..modes import Environment, load_callable
 from . import _forward, _seccomp
 from ._memory import stored, usage
 from ._post import post
+from ._warm import warm
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -240,6 +241,7 @@ def serve(path: str, entry: str) -> int:
     except Exception as exc:
         conn.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
         return 1
+    warm()
     reports, names = _Reports(), dict[str, str]()
     resolver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     resolver.bind(("127.0.0.1", 53))  # (the one capability the walls leave the zygote)

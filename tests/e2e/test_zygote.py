@@ -68,6 +68,20 @@ def test_each_trial_forked_from_one_import_finds_nothing_of_the_last(
         assert trial.outcome.verdict.value == "fail"  # type: ignore[attr-defined]
 
 
+def test_an_agents_first_http_client_finds_its_transport_imported_by_the_zygote(
+    tmp_path: Path,
+) -> None:
+    # httpx imports httpcore, h11 and certifi when its first client is made: the zygote
+    # made (and closed) one, so no trial's process imports them again; it sent nothing.
+    agent = ChildAgent("tests.e2e.zygote_agents:httpx_ready")
+    trials = [_trial(tmp_path, agent, f"h{i}") for i in range(2)]
+    assert [json.loads(t.trial.answer) for t in trials] == [  # type: ignore[attr-defined]
+        {"missing": [], "made": True}
+    ] * 2
+    for trial in trials:
+        assert trial.trial.cassette.events == []  # type: ignore[attr-defined]
+
+
 def test_a_trial_past_its_deadline_is_an_error_and_the_next_one_runs(tmp_path: Path) -> None:
     late = _trial(tmp_path, ChildAgent("tests.e2e.zygote_agents:sleeps", timeout=2), "late")
     assert late.outcome.verdict.value == "error"  # type: ignore[attr-defined]

@@ -6,8 +6,11 @@ import contextlib
 import json
 import os
 import socket
+import sys
 import time
 from typing import Any
+
+import httpx  # (a module-level import, as an agent built on the OpenAI SDK has)
 
 IMPORTED_AT = time.time()
 """When this module was imported: the same in every trial a zygote forks."""
@@ -55,3 +58,11 @@ def hoards(instruction: str, env: Any) -> str:
 def no_tools(conn: Any) -> list[Any]:
     """No tools."""
     return []
+
+
+def httpx_ready(instruction: str, env: Any) -> str:
+    """Say whether httpx's transport was imported before this trial made a client."""
+    before = sorted(m for m in ("httpcore", "h11", "certifi") if m not in sys.modules)
+    with httpx.Client() as client:  # (what an SDK's client does when an agent makes it)
+        made = client.timeout.read is not None
+    return json.dumps({"missing": before, "made": made})
