@@ -65,7 +65,11 @@ TEST_JOBS ?= 2
 # Lint, types and the docs build run beside the suite (its two processes leave a core idle
 # about a third of the time: tests that wait on servers, clusters, subprocesses), their
 # output shown after the suite's; a failure of either fails the target.
-test: $(VENV)/.dev $(NODE_EXAMPLE)
+#
+# The Python and the npm packages install side by side (npm waits on its registry, pip
+# mostly on one core).
+test:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.dev $(NODE_EXAMPLE)
 	@$(MAKE) --no-print-directory lint docs > $(VENV)/checks.log 2>&1 & checks=$$!; \
 	$(KEEP_BYTECODE) $(BIN)/pytest -n $(TEST_JOBS) --dist loadgroup; suite=$$?; \
 	wait $$checks; lint=$$?; echo "-- lint, types, docs:"; cat $(VENV)/checks.log; \
