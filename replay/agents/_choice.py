@@ -11,7 +11,6 @@ from typing import Literal
 
 from recorder import ConfigError
 
-from ..mcp import sdk_missing
 from ..modes import Mode
 from . import _seccomp
 
@@ -19,12 +18,6 @@ from . import _seccomp
 @functools.cache
 def unavailable() -> str | None:
     """Why isolation cannot run here, or None when it can (asked once a process)."""
-    missing = sdk_missing()
-    if missing is not None:  # a walled agent's tools are served to it over MCP
-        return (
-            f"a walled agent reaches its tools over MCP, and the mcp SDK is missing ({missing}): "
-            "pip install 'agent-replay[mcp]'"
-        )
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
     # The walls' own options: a sized, private /tmp needs bubblewrap 0.7 (--size), unprivileged.

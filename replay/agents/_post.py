@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 REUSE_S = 3.0
-"""A connection idle this long is not used again: the trial's MCP server (uvicorn) closes one
-after 5 s, and a request sent as it closes would fail without having been answered."""
+"""A connection idle this long is not used again: a server that closes idle ones (uvicorn does,
+after 5 s) could close it as a request is sent, which would then fail unanswered."""
 
 _kept = threading.local()
 

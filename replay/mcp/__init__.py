@@ -6,7 +6,7 @@ servers started upstream); a world's own tools are served over MCP too.
 
 from ._proxy import McpProxy, is_type, live_proxy, replayed_proxy
 from ._server import McpServer
-from ._tools import McpTools, sdk_missing
+from ._tools import McpTools
 from ._upstream import MESSAGE_BYTES, SAFE_ENV, McpServerFailed, ServerWall
 
 __all__ = [
@@ -20,5 +20,4 @@ __all__ = [
     "is_type",
     "live_proxy",
     "replayed_proxy",
-    "sdk_missing",
 ]

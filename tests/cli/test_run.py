@@ -20,7 +20,7 @@ from recorder import read_cassette
 from replay import GradeRecord, Store, TrialRecord
 from replay.graders import Verdict
 from replay.stub_llm import StubLLM
-from tests.helpers import REPO, replay
+from tests.helpers import HANG_GUARD_S, REPO, replay
 
 CASE = str(REPO / "examples" / "shop" / "cases" / "refund-4812.yaml")
 AGENT = ["--agent", "examples.shop:agent", "--tools", "examples.shop:make_tools"]
@@ -340,23 +340,53 @@ def _run_asking_for_walls_again(
     return code, err, store
 
 
-def test_without_the_mcp_sdk_a_sandbox_run_goes_unwalled_and_says_why(
+def test_without_bubblewrap_a_sandbox_run_goes_unwalled_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    """A walled agent gets its tools over MCP: without the SDK, every trial would be an error."""
+    """No walls can be built: `auto` runs the agent unwalled, saying why; `process` is refused."""
     import replay.agents._choice as isolation
 
-    monkeypatch.setattr(isolation, "sdk_missing", lambda: "No module named 'mcp'")
+    class NoBwrap:  # the walls' look-up of bubblewrap finds none; any other, as it is
+        @staticmethod
+        def which(name: str) -> str | None:
+            return None if name == "bwrap" else shutil.which(name)
+
+    monkeypatch.setattr(isolation, "shutil", NoBwrap)
     code, err, store = _run_asking_for_walls_again(tmp_path, request)
     assert code == 0, err
-    assert "the mcp SDK is missing (No module named 'mcp'): pip install 'agent-replay[mcp]'" in err
+    assert "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)" in err
     assert "(--isolation none" in err
     assert [t.verdict for t in Store(store).trials("r")] == ["pass"]
     code, _, err = replay(
         "run", CASE, "--run", "p", "--store", store, "--isolation", "process", *AGENT,
         "--llm-url", "http://127.0.0.1:9/v1", "--no-llm-check",
     )  # fmt: skip
-    assert code == 2 and "the mcp SDK is missing" in err and err.count("\n") == 1, err
+    assert code == 2 and "bubblewrap (bwrap) is not installed" in err, err
+    assert err.count("\n") == 1, err
+
+
+def test_a_walled_agent_s_tools_need_no_mcp_sdk(tmp_path: Path) -> None:
+    """The harness serves a walled agent's tools over MCP itself: no SDK is imported for it."""
+    import replay.agents._choice as isolation
+
+    if isolation.unavailable() is not None:
+        pytest.skip(f"walls cannot be built here: {isolation.unavailable()}")
+    no_sdk = (
+        "import sys; sys.modules.update(mcp=None, uvicorn=None, starlette=None); "
+        "from replay._cli.main import main; sys.argv[0] = 'replay'; main()"
+    )
+    store = str(tmp_path / "results.db")
+    with StubLLM(refund_policy()) as llm:
+        done = subprocess.run(
+            [sys.executable, "-c", no_sdk, "run", CASE, "--run", "r", "--store", store,
+             "--isolation", "process", "--llm-url", llm.openai_base_url, *AGENT],
+            capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=REPO,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (trial,) = Store(store).trials("r")
+    assert trial.verdict == "pass", trial
+    tools = [e for e in read_cassette(trial.cassette).events if e.kind == "tool"]
+    assert "issue_refund" in [e.name for e in tools]  # called over MCP, recorded in the trial
 
 
 def test_a_bubblewrap_too_old_for_sized_folders_is_named_and_the_run_goes_unwalled(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from dataclasses import MISSING
 from pathlib import Path
@@ -96,7 +97,13 @@ def test_auto_isolation_is_chosen_by_the_library_for_the_mode(
 
     with pytest.raises(ValueError, match="chosen by execute"):
         _ = AgentSettings(isolation="auto").resolved_isolation
-    monkeypatch.setattr(isolation, "sdk_missing", lambda: "No module named 'mcp'")
+
+    class NoBwrap:  # the walls' look-up of bubblewrap finds none; any other, as it is
+        @staticmethod
+        def which(name: str) -> str | None:
+            return None if name == "bwrap" else shutil.which(name)
+
+    monkeypatch.setattr(isolation, "shutil", NoBwrap)
     isolation.unavailable.cache_clear()  # asked once a process: ask again, and after the test
     request.addfinalizer(isolation.unavailable.cache_clear)
     said: list[str] = []
@@ -107,8 +114,7 @@ def test_auto_isolation_is_chosen_by_the_library_for_the_mode(
         )
         execute(spec, Store(tmp_path / "r.db"), on_warning=said.append)
     assert said == [
-        "sandbox: no walls on this machine (a walled agent reaches its tools over MCP, and the "
-        "mcp SDK is missing (No module named 'mcp'): pip install 'agent-replay[mcp]'): each "
-        "agent runs in this process (`agent.isolation=none`; see the docs' known limits, "
-        "docs/pages/limits.md)"
+        "sandbox: no walls on this machine (bubblewrap (bwrap) is not installed (Debian: "
+        "apt-get install bubblewrap)): each agent runs in this process "
+        "(`agent.isolation=none`; see the docs' known limits, docs/pages/limits.md)"
     ]

@@ -20,7 +20,6 @@ from replay.stub_llm import ScriptedPolicy, StubLLM
 from tests.helpers import REPO, replay
 
 NODE = REPO / "examples" / "node"
-pytest.importorskip("mcp", reason="the mcp SDK is not installed (the mcp extra)")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
