@@ -105,8 +105,12 @@ def test_worker_processes_give_the_same_verdicts_and_report(tmp_path: Path) -> N
         assert Path(trial.cassette).parent == tmp_path / "cassettes" / "processes"
 
 
+RAY = pytest.param("ray", marks=pytest.mark.xdist_group("ray"))
+"""The executor ``ray`` as a parameter: its tests share one process (``ray_cluster``)."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("executor", ["local", "ray", "dask"])
+@pytest.mark.parametrize("executor", ["local", RAY, "dask"])
 def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, request: pytest.FixtureRequest
 ) -> None:
@@ -179,9 +183,15 @@ def test_a_dead_workers_scratch_folders_are_swept_a_live_ones_kept(
     assert [f.exists() for f in folders] == [False, True, True]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    """One local Ray cluster for the test session, small."""
+    """One local Ray cluster for this module's Ray tests, small.
+
+    The tests that use it are one ``xdist_group`` (``RAY``), so they run one after
+    another on one test process, and the cluster stops after them: its idle daemons
+    (raylet, GCS, idle workers) took 7% of a core for as long as they ran, which was the
+    rest of the session when it was started once for the whole session.
+    """
     ray = pytest.importorskip(
         "ray", reason="ray is not installed (pip install 'agent-replay[ray]')"
     )
@@ -211,7 +221,7 @@ CLUSTER = {"ray": "ray_cluster", "dask": "dask_installed"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("executor", ["ray", "dask"])
+@pytest.mark.parametrize("executor", [RAY, "dask"])
 def test_a_cluster_gives_the_same_verdicts_and_report_as_local(
     tmp_path: Path, executor: str, request: pytest.FixtureRequest
 ) -> None:
@@ -226,6 +236,7 @@ def test_a_cluster_gives_the_same_verdicts_and_report_as_local(
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")
 def test_ray_runs_an_agent_the_driver_cannot_import(tmp_path: Path, ray_cluster: None) -> None:
     shipped = tmp_path / "shipped"
     shipped.mkdir()
