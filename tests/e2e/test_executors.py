@@ -115,7 +115,9 @@ def test_a_trial_that_kills_its_worker_is_retried_then_an_error_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, request: pytest.FixtureRequest
 ) -> None:
     if executor != "local":
-        request.getfixturevalue(CLUSTER[executor])
+        cluster_scratch = request.getfixturevalue(CLUSTER[executor])
+        if cluster_scratch is not None:  # Ray's workers keep theirs in the cluster's folder
+            monkeypatch.setenv(_work.SCRATCH_ENV, str(cluster_scratch))
     case = yaml.safe_load(CASE.read_text())
     fixture = tmp_path / "fixture.sql"  # a copy the killer deletes (Python 3.10: workers read it)
     fixture.write_bytes((CASE.parent / case["fixture"]).read_bytes())
@@ -184,27 +186,33 @@ def test_a_dead_workers_scratch_folders_are_swept_a_live_ones_kept(
 
 
 @pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[None]:
-    """One local Ray cluster for this module's Ray tests, small.
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One local Ray cluster for this module's Ray tests, small; its workers' scratch folder.
 
     The tests that use it are one ``xdist_group`` (``RAY``), so they run one after
     another on one test process, and the cluster stops after them: its idle daemons
     (raylet, GCS, idle workers) took 7% of a core for as long as they ran, which was the
     rest of the session when it was started once for the whole session.
+
+    Its processes keep their scratch folders in a folder of the cluster's own: they take
+    their environment when the cluster starts, which may be before a test's own
+    ``REPLAY_SCRATCH`` is set (``tests/conftest.py``), and the host's ``/dev/shm`` is
+    what other tests look at.
     """
     ray = pytest.importorskip(
         "ray", reason="ray is not installed (pip install 'agent-replay[ray]')"
     )
-    import os
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        num_cpus=2,
-        object_store_memory=256 * 1024 * 1024,
-        include_dashboard=False,
-        log_to_driver=False,
-    )
-    yield
+    scratch = tmp_path_factory.mktemp("ray-scratch")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        patch.setenv(_work.SCRATCH_ENV, str(scratch))
+        ray.init(
+            num_cpus=2,
+            object_store_memory=256 * 1024 * 1024,
+            include_dashboard=False,
+            log_to_driver=False,
+        )
+    yield scratch
     ray.shutdown()
 
 
@@ -237,7 +245,7 @@ def test_a_cluster_gives_the_same_verdicts_and_report_as_local(
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray")
-def test_ray_runs_an_agent_the_driver_cannot_import(tmp_path: Path, ray_cluster: None) -> None:
+def test_ray_runs_an_agent_the_driver_cannot_import(tmp_path: Path, ray_cluster: Path) -> None:
     shipped = tmp_path / "shipped"
     shipped.mkdir()
     (shipped / "remote_agent.py").write_text(
