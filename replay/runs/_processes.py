@@ -51,8 +51,22 @@ def _packed(future: Future[list[Done]]) -> bytes:
         return pickle.dumps((None, RuntimeError(f"the worker could not send its answer: {trace}")))
 
 
-def _actor_main(conn: Connection, path: list[str], blobs: Mapping[str, Blob], threads: int) -> None:
-    """A worker process: runs the batches it is sent in threads, answers each when done."""
+def _actor_main(
+    conn: Connection,
+    path: list[str],
+    blobs: Mapping[str, Blob],
+    threads: int,
+    environ: Mapping[str, str],
+) -> None:
+    """A worker process: runs the batches it is sent in threads, answers each when done.
+
+    It takes ``environ``, the driver's environment as the run started: a worker forked
+    from the fork server would otherwise have the one the server started with (the
+    driver's at its first run), not a variable set since (an agent's key, the scratch
+    folder).
+    """
+    os.environ.clear()
+    os.environ.update(environ)
     try:
         start_worker(path, blobs)
     except BaseException as exc:
@@ -116,7 +130,7 @@ class _Actor:
     def __init__(self, context: Any, path: list[str], blobs: Mapping[str, Blob], threads: int):
         self.conn, child = context.Pipe()
         self.process = context.Process(
-            target=_actor_main, args=(child, path, blobs, threads), daemon=True
+            target=_actor_main, args=(child, path, blobs, threads, dict(os.environ)), daemon=True
         )
         self.process.start()
         child.close()

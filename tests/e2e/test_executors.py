@@ -18,7 +18,9 @@ import pytest
 import yaml
 
 from examples.shop import refund_policy
+from recorder import read_cassette
 from replay import Store
+from replay.modes import NO_LLM_URL
 from replay.runs import _dask, _driver, _work
 from replay.stub_llm import StubLLM
 from tests.helpers import REPO, replay
@@ -103,6 +105,37 @@ def test_worker_processes_give_the_same_verdicts_and_report(tmp_path: Path) -> N
     for trial in Store(store).trials("processes"):  # the cassettes came back from the workers
         assert Path(trial.cassette).is_file()
         assert Path(trial.cassette).parent == tmp_path / "cassettes" / "processes"
+
+
+ENV_AGENT = """
+import os
+
+
+def agent(instruction, env):
+    return os.environ.get("REPLAY_TEST_MARK", "unset")
+"""
+
+
+def test_worker_processes_take_the_environment_the_driver_has_as_each_run_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Workers fork from one fork server a process keeps: a variable set after the first
+    # run (an agent's key in a notebook) still reaches the next run's workers.
+    (tmp_path / "envagent.py").write_text(ENV_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    store = str(tmp_path / "r.db")
+    answers = []
+    for mark in ("first", "second"):
+        monkeypatch.setenv("REPLAY_TEST_MARK", mark)
+        code, _, err = replay(
+            "run", str(CASE), "--run", mark, "--store", store, "--llm-url", NO_LLM_URL,
+            "--agent", "envagent:agent", *TOOLS, "--workers", "2", "--isolation", "none",
+            "--no-llm-check",
+        )  # fmt: skip
+        assert code in (0, 1), err  # (the agent does nothing: the case's checks fail)
+        (trial,) = Store(store).trials(mark)
+        answers.append(read_cassette(trial.cassette).summary().final_answer)
+    assert answers == ["first", "second"]
 
 
 RAY = pytest.param("ray", marks=pytest.mark.xdist_group("ray"))
