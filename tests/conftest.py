@@ -26,6 +26,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs made before any test's own scratch folder is set go in one of the session's.
+
+    (A session or module fixture that runs trials, the regrade tests' recording, starts
+    before ``_own_scratch``: its workers' scratch folders went to the host's
+    ``/dev/shm``, which the wall tests on the other test process compare.)
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REPLAY_SCRATCH", str(tmp_path_factory.mktemp("session-scratch")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _own_scratch(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's workers keep their scratch folders in a folder of the test's own.
