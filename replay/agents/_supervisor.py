@@ -124,6 +124,9 @@ _SHOWN_WHOLE = ("/usr/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/proc/", "/dev/
 """Where a sandbox has what the host has, or only its own: no read there reaches the host."""
 _OWN = ("/proc", "/dev", "/sys")
 """The sandbox's own (or the host's, shown whole): never a host file it reaches for."""
+_HIDDEN_IN_OWN = ("/dev/shm/",)
+"""Under those, the host's files the walls hide (a sandbox has its own empty ``/dev/shm``):
+a host file there it reaches for is an attempt like any other (another trial's scratch)."""
 
 
 def _string(read: Callable[[int, int], bytes], address: int, most: int = 4096) -> bytes:
@@ -141,7 +144,10 @@ def _string(read: Callable[[int, int], bytes], address: int, most: int = 4096) -
 
 def _host_only(pid: int, path: str) -> bool:
     """Whether ``path`` is a file of the host's that process ``pid``'s sandbox does not have."""
-    if path == "/" or any(path == p or path.startswith(p + "/") for p in _OWN):
+    if path == "/" or (
+        any(path == p or path.startswith(p + "/") for p in _OWN)
+        and not path.startswith(_HIDDEN_IN_OWN)
+    ):
         return False
     return _inside(pid, path) is False and os.path.lexists(path)
 
@@ -304,7 +310,8 @@ class Supervisor:
             path = os.path.join(where, path)
         path = os.path.normpath(path)
         action = "write" if flags & _WRITES else "read"
-        if action == "read" and path.startswith(_SHOWN_WHOLE):
+        shown = path.startswith(_SHOWN_WHOLE) and not path.startswith(_HIDDEN_IN_OWN)
+        if action == "read" and shown:
             return []
         if action == "write" and not _writable(pid, path):
             return [Attempt("write", "file", path)]
