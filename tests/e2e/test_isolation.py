@@ -139,7 +139,7 @@ def test_walled_in_every_way_out_is_blocked(
         "HTTP through the LLM's host, another port", "write the store", "write the fixture",
         "secret in the environment", "secret in /proc/*/environ", "curl in a subprocess",
         "httpcore directly", "a plain thread", "UPDATE the results store",
-        "the World through gc", "read another trial's file in /tmp",
+        "the World through gc", "read another trial's temporary file",
         "a Unix socket of the host's", "remount / writable", "an abstract Unix socket",
         "ptrace of the parent", "a capability left", "write the code",
     ]  # fmt: skip

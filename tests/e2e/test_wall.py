@@ -109,8 +109,9 @@ def test_a_walled_agent_reads_nothing_of_the_host_and_is_no_root(project: Path) 
 
 
 def test_each_trial_starts_in_its_working_directory_as_it_was(project: Path) -> None:
-    """The project is under /tmp (a sandbox's private folder): its working directory is made
-    there, and kept, emptied, from one trial of a zygote to the next."""
+    """The project is in pytest's temporary folder (/dev/shm or /tmp: a sandbox's private
+    folders): its working directory is made there, and kept, emptied, from one trial of a
+    zygote to the next."""
     code, err = _run(project, _case(project, "scribbles", "-"), "scribbles", "-k", "3")
     assert code == 0, err
     trials = Store(".replay/results.db").trials("scribbles")
