@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 RAY_OBJECT_STORE = 256 * 1024 * 1024
 """Object store bytes for a Ray cluster started here (small: fixtures and cassettes)."""
+PING_S = 30.0
+"""Seconds an actor may take to answer a ping after a crash before it is replaced."""
 
 
 def pack(folder: str) -> bytes:
@@ -59,6 +61,10 @@ class _RayWorker:
     def run(self, work: Work) -> list[Done]:
         return run_work(work)
 
+    def ping(self) -> int:
+        """The actor's process id: it is alive (``OnRay.restart``)."""
+        return os.getpid()
+
 
 class OnRay(Backend):
     """Threaded Ray actors, one per worker."""
@@ -92,8 +98,9 @@ class OnRay(Backend):
         self._actors = self._spawn()
         self._next = 0
 
-    def _spawn(self) -> list[Any]:
-        return [self._actor.remote(self._blobs, self._code) for _ in range(self.workers)]
+    def _spawn(self, count: int | None = None) -> list[Any]:
+        count = self.workers if count is None else count
+        return [self._actor.remote(self._blobs, self._code) for _ in range(count)]
 
     def submit(self, work: Work) -> Future[list[Done]]:
         actor = self._actors[self._next % len(self._actors)]
@@ -106,9 +113,20 @@ class OnRay(Backend):
         return isinstance(exc, (errors.RayActorError, errors.WorkerCrashedError))
 
     def restart(self) -> None:
-        for actor in self._actors:
-            self._ray.kill(actor)
-        self._actors = self._spawn()
+        """Replace the actors that died; the others, alive and warm, stay.
+
+        (Nothing is in flight when the driver restarts: an actor that does not answer a
+        ping within ``PING_S`` is taken for dead, and killed.)
+        """
+        pings = [(actor, actor.ping.remote()) for actor in self._actors]
+        alive = []
+        for actor, ping in pings:
+            try:
+                self._ray.get(ping, timeout=PING_S)
+                alive.append(actor)
+            except Exception:  # (RayActorError: it died; GetTimeoutError: it hangs)
+                self._ray.kill(actor)
+        self._actors = alive + self._spawn(self.workers - len(alive))
 
     def close(self) -> None:
         for actor in self._actors:

@@ -19,11 +19,11 @@ import yaml
 
 from examples.shop import refund_policy
 from recorder import read_cassette
-from replay import Store
+from replay import AgentSettings, ExecutorSettings, RunSpec, Store
 from replay.modes import NO_LLM_URL
-from replay.runs import _dask, _driver, _work
+from replay.runs import _dask, _driver, _ray, _work
 from replay.stub_llm import StubLLM
-from tests.helpers import REPO, replay
+from tests.helpers import HANG_GUARD_S, REPO, replay
 
 CASE = REPO / "examples" / "shop" / "cases" / "refund-4812.yaml"
 TOOLS = ["--tools", "examples.shop:make_tools"]
@@ -220,17 +220,12 @@ def test_a_dead_workers_scratch_folders_are_swept_a_live_ones_kept(
 
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One local Ray cluster for this module's Ray tests, small; its workers' scratch folder.
+    """One small local Ray cluster for this module's Ray tests; its workers' scratch folder.
 
-    The tests that use it are one ``xdist_group`` (``RAY``), so they run one after
-    another on one test process, and the cluster stops after them: its idle daemons
-    (raylet, GCS, idle workers) took 7% of a core for as long as they ran, which was the
-    rest of the session when it was started once for the whole session.
-
-    Its processes keep their scratch folders in a folder of the cluster's own: they take
-    their environment when the cluster starts, which may be before a test's own
-    ``REPLAY_SCRATCH`` is set (``tests/conftest.py``), and the host's ``/dev/shm`` is
-    what other tests look at.
+    Its tests are one ``xdist_group`` (``RAY``): they run in turn on one test process,
+    and the cluster stops after them (its idle daemons took 7% of a core). Its processes
+    take their environment as it starts, maybe before a test's ``REPLAY_SCRATCH`` is set
+    (``tests/conftest.py``): their scratch folders go in a folder of the cluster's own.
     """
     ray = pytest.importorskip(
         "ray", reason="ray is not installed (pip install 'agent-replay[ray]')"
@@ -239,14 +234,31 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
         patch.setenv(_work.SCRATCH_ENV, str(scratch))
-        ray.init(
-            num_cpus=2,
-            object_store_memory=256 * 1024 * 1024,
-            include_dashboard=False,
-            log_to_driver=False,
-        )
+        options = {"include_dashboard": False, "log_to_driver": False}
+        ray.init(num_cpus=2, object_store_memory=2**28, **options)
     yield scratch
     ray.shutdown()
+
+
+@pytest.mark.xdist_group("ray")
+def test_ray_replaces_the_actor_that_died_and_keeps_the_live_one(ray_cluster: Path) -> None:
+    import ray
+
+    spec = RunSpec(
+        name="r", cases=[str(CASE)], mode="sandbox", trials=1,
+        agent=AgentSettings("examples.shop:agent", "examples.shop:make_tools"),
+        executor=ExecutorSettings("ray", workers=2, concurrency=2),
+    )  # fmt: skip
+    backend = _ray.on_ray(spec, dict)
+    try:
+        before = [ray.get(a.ping.remote(), timeout=HANG_GUARD_S) for a in backend._actors]
+        os.kill(before[0], signal.SIGKILL)  # (as an agent ending its process does)
+        backend.restart()
+        after = [ray.get(a.ping.remote(), timeout=HANG_GUARD_S) for a in backend._actors]
+    finally:
+        backend.close()
+    assert before[1] in after  # alive and warm: kept
+    assert before[0] not in after and len(set(after)) == 2  # the dead one: a new actor
 
 
 @pytest.fixture
