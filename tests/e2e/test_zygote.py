@@ -82,6 +82,19 @@ def test_an_agents_first_http_client_finds_its_transport_imported_by_the_zygote(
         assert trial.trial.cassette.events == []  # type: ignore[attr-defined]
 
 
+def test_an_sdk_agents_first_calls_find_their_modules_and_headers_made_by_the_zygote(
+    tmp_path: Path,
+) -> None:
+    # The OpenAI SDK imports `client.chat`'s modules on first use, and its first request
+    # asks the platform (`uname -p`, a subprocess): the zygote did both, once.
+    pytest.importorskip("openai", reason="the openai SDK is not installed")
+    agent = ChildAgent("tests.e2e.zygote_sdk_agent:openai_ready")
+    trials = [_trial(tmp_path, agent, f"o{i}") for i in range(2)]
+    assert [json.loads(t.trial.answer) for t in trials] == [  # type: ignore[attr-defined]
+        {"missing": [], "spawned": 0}
+    ] * 2
+
+
 def test_a_trial_past_its_deadline_is_an_error_and_the_next_one_runs(tmp_path: Path) -> None:
     late = _trial(tmp_path, ChildAgent("tests.e2e.zygote_agents:sleeps", timeout=2), "late")
     assert late.outcome.verdict.value == "error"  # type: ignore[attr-defined]
