@@ -17,6 +17,7 @@ import struct
 import threading
 from collections.abc import Callable
 
+from ._bwrap import HIDDEN
 from ._seccomp import (
     _ARCH,
     _AT_FDCWD,
@@ -124,9 +125,9 @@ _SHOWN_WHOLE = ("/usr/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/proc/", "/dev/
 """Where a sandbox has what the host has, or only its own: no read there reaches the host."""
 _OWN = ("/proc", "/dev", "/sys")
 """The sandbox's own (or the host's, shown whole): never a host file it reaches for."""
-_HIDDEN_IN_OWN = ("/dev/shm/",)
-"""Under those, the host's files the walls hide (a sandbox has its own empty ``/dev/shm``):
-a host file there it reaches for is an attempt like any other (another trial's scratch)."""
+_HIDDEN_IN_OWN = tuple(f"{h}/" for h in HIDDEN if h.startswith(tuple(f"{o}/" for o in _OWN)))
+"""Under those, the folders whose host files the walls hide (``/dev/shm``: a sandbox has its
+own, empty): a host file there it reaches for is an attempt like any other."""
 
 
 def _string(read: Callable[[int, int], bytes], address: int, most: int = 4096) -> bytes:

@@ -7,6 +7,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -115,14 +116,15 @@ class OnRay(Backend):
     def restart(self) -> None:
         """Replace the actors that died; the others, alive and warm, stay.
 
-        (Nothing is in flight when the driver restarts: an actor that does not answer a
-        ping within ``PING_S`` is taken for dead, and killed.)
+        (Nothing is in flight when the driver restarts: an actor that has not answered its
+        ping ``PING_S`` after they were all sent is taken for dead, and killed.)
         """
         pings = [(actor, actor.ping.remote()) for actor in self._actors]
+        deadline = time.monotonic() + PING_S  # (one wait for all: not PING_S each)
         alive = []
         for actor, ping in pings:
             try:
-                self._ray.get(ping, timeout=PING_S)
+                self._ray.get(ping, timeout=max(0.0, deadline - time.monotonic()))
                 alive.append(actor)
             except Exception:  # (RayActorError: it died; GetTimeoutError: it hangs)
                 self._ray.kill(actor)
