@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zlib
 from typing import Any
 
@@ -91,21 +92,39 @@ def _finite(text: str) -> float:
     return value
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
+"""One decoder for every call (``json.loads`` with hooks builds a new one each time)."""
+_LONG_NUMBER = re.compile(r"\d{19}")
+"""Where no 19 digits run together, every integer fits in 64 bits."""
+
+
 def load_json(data: bytes | str) -> Any:
     """Parse JSON as ``json.loads`` does, within the limits above.
+
+    The parsed value is walked (``problem``) only where the text could hold what the
+    limits refuse: more than ``MAX_DEPTH`` brackets in all, or a run of 19 digits (the
+    parser itself refuses what is not finite, and JSON's keys are strings). An LLM
+    call's reply rarely has either (a recording's footer parses each call's reply).
 
     Raises:
         ValueError: Not JSON, or outside the limits (NaN, Infinity, 1e999,
             nesting beyond ``MAX_DEPTH``, a key that is not a string cannot
             happen in JSON).
     """
+    if isinstance(data, (bytes, bytearray)):
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
+    elif data.startswith("\ufeff"):
+        raise ValueError("JSON text that starts with a byte order mark")
+    else:
+        text = data
     try:
-        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise ValueError(f"JSON nested more than {MAX_DEPTH} deep") from None
-    wrong = problem(value)
-    if wrong is not None:
-        raise ValueError(f"JSON with {wrong}")
+    if text.count("{") + text.count("[") > MAX_DEPTH or _LONG_NUMBER.search(text):
+        wrong = problem(value)
+        if wrong is not None:
+            raise ValueError(f"JSON with {wrong}")
     return value
 
 

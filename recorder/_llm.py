@@ -10,6 +10,7 @@ yields ``None`` and is shown as plain HTTP.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -88,8 +89,12 @@ _API_PATHS: tuple[tuple[str, Api], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=256)
 def api_of(url: str) -> Api | None:
-    """Return which LLM API a request URL belongs to, if any."""
+    """Return which LLM API a request URL belongs to, if any.
+
+    Remembered per URL: an agent asks one or two, for every call.
+    """
     try:
         path = urlsplit(url).path.rstrip("/")
     except ValueError:
@@ -104,6 +109,7 @@ _AFTER_BASE_URL: dict[Api, str] = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def _base_url(api: Api, url: str) -> str | None:
     """The SDK base URL a request was made against: its URL minus the API's path."""
     try:
@@ -148,9 +154,10 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
             )
     except _SHAPE_ERRORS:
         return None
-    call = replace(call, base_url=_base_url(api, event.request.url))
+    base_url = _base_url(api, event.request.url)
     if event.response is None or event.response.status >= 400:
-        return replace(call, usage_known=True)  # no reply: nothing spent, nothing unknown
+        # No reply: nothing spent, nothing unknown.
+        return replace(call, base_url=base_url, usage_known=True)
     body = response_body(event.response)
     try:
         if body.lstrip()[:1] == b"{":
@@ -158,8 +165,9 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
         else:
             reply = _parse_stream(api, _sse_payloads(body))
         text, tool_calls, tokens_in, tokens_out = reply
-        return replace(
+        return replace(  # (one replace: each copies every field)
             call,
+            base_url=base_url,
             reply_text=text if isinstance(text, str) or text is None else str(text),
             reply_tool_calls=tool_calls,
             input_tokens=_count(tokens_in),
@@ -167,7 +175,7 @@ def llm_call(event: HttpEvent, *, request: bool = True) -> LlmCall | None:
             usage_known=tokens_in is not None or tokens_out is not None,
         )
     except _SHAPE_ERRORS:
-        return call
+        return replace(call, base_url=base_url)
 
 
 _SHAPE_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
