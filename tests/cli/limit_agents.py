@@ -70,6 +70,15 @@ def read(instruction: str, env: Any) -> str:
     return "done"
 
 
+_thread = threading.local()
+
+
+def count_trials(instruction: str, env: Any) -> str:
+    """``done N``: this is the Nth trial its thread ran (a count kept per thread)."""
+    _thread.trials = getattr(_thread, "trials", 0) + 1
+    return f"done {_thread.trials}"
+
+
 def sleep(instruction: str, env: Any) -> str:
     """``sleep S``: sleep (until ``WAKE``, at most), then write a note (past its deadline:
     refused)."""

@@ -228,6 +228,22 @@ def test_an_in_process_agent_past_its_deadline_is_left_behind_and_the_run_goes_o
     assert not [e for e in read_cassette(cassette.path).events if isinstance(e, ToolEvent)]
 
 
+def test_in_process_agents_run_in_threads_kept_between_trials(tmp_path: Path, store: str) -> None:
+    """What an agent keeps per thread (a connection) outlives its trial: the next trial
+    in that thread finds it (a thread left behind past a deadline is given none: above)."""
+    case = _case(tmp_path, "count", "count")
+    code, _, err = replay(
+        "run", case, "--run", "kept", "-k", "5", "-j", "1", "--store", store, *TOOLS,
+        *NO_LLM, *IN_PROCESS, "--agent", "tests.cli.limit_agents:count_trials",
+    )  # fmt: skip
+    assert code == 0, err
+    answers = sorted(
+        read_cassette(_cassette(store, "kept", "count", n)).footer.final_answer  # type: ignore[union-attr]
+        for n in range(5)
+    )
+    assert answers == [f"done {n}" for n in range(1, 6)]  # (a thread each: all "done 1")
+
+
 def test_the_report_says_which_limits_fired(tmp_path: Path, store: str) -> None:
     slow, quick = _case(tmp_path, "slow", "sleep 3"), _case(tmp_path, "quick", "sleep 0")
     code, _, err = replay(
