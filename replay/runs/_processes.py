@@ -63,7 +63,8 @@ def _actor_main(
     It takes ``environ``, the driver's environment as the run started: a worker forked
     from the fork server would otherwise have the one the server started with (the
     driver's at its first run), not a variable set since (an agent's key, the scratch
-    folder).
+    folder). (Its working directory is the driver's already: multiprocessing moves
+    there as the process starts.)
     """
     os.environ.clear()
     os.environ.update(environ)
@@ -213,7 +214,16 @@ class Processes(Backend):
     Trials go one per message and come back as each finishes: no batch
     waits for its slowest trial. A worker that dies fails only its own
     trials in flight (``WorkerDied``); the others go on.
+
+    The workers share the driver's machine and folders: they write each trial's
+    cassette where the driver would (as trials in the driver's threads do), and read
+    recorded ones where they are, so only rows and grades come back. (Sent back as
+    bytes, each cassette cost a copy in a scratch folder, a pipe, and the driver's
+    write, sync and rename, one trial after another in the one process that stores
+    them all.)
     """
+
+    remote = False
 
     def __init__(self, workers: int, concurrency: int, blobs: Mapping[str, Blob]) -> None:
         self.workers = workers

@@ -12,6 +12,7 @@ system. It never writes the store: the driver alone does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import os
@@ -215,10 +216,13 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
     agent = _agent(spec) if mode.runs_agent else None
     tools = load_callable(spec.agent.tools) if spec.agent.tools else None
     # patched(): held already in workers and in a driver running trials itself (then free).
-    scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_root())
+    # A scratch folder only for cassettes that travel as bytes (a remote worker's).
+    scratch: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext()
+    if work.out is None or work.recorded:
+        scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_root())
     with patched(), scratch as tmp:
-        out = Path(work.out) if work.out else Path(tmp)
-        recorded = _recorded(work, Path(tmp))
+        out = Path(work.out) if work.out else Path(str(tmp))
+        recorded = _recorded(work, Path(str(tmp))) if work.recorded else {}
 
         def steps(job: Job) -> Steps[TrialResult | _Failed]:
             if job.recorded is not None and str(job.recorded) in recorded:

@@ -112,7 +112,7 @@ import os
 
 
 def agent(instruction, env):
-    return os.environ.get("REPLAY_TEST_MARK", "unset")
+    return os.environ.get("REPLAY_TEST_MARK", "unset") + " in " + os.getcwd()
 """
 
 
@@ -120,13 +120,16 @@ def test_worker_processes_take_the_environment_the_driver_has_as_each_run_starts
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Workers fork from one fork server a process keeps: a variable set after the first
-    # run (an agent's key in a notebook) still reaches the next run's workers.
+    # run (an agent's key in a notebook), or a folder changed to, still reaches the next
+    # run's workers.
     (tmp_path / "envagent.py").write_text(ENV_AGENT)
     monkeypatch.syspath_prepend(str(tmp_path))
     store = str(tmp_path / "r.db")
     answers = []
     for mark in ("first", "second"):
         monkeypatch.setenv("REPLAY_TEST_MARK", mark)
+        (tmp_path / mark).mkdir()
+        monkeypatch.chdir(tmp_path / mark)
         code, _, err = replay(
             "run", str(CASE), "--run", mark, "--store", store, "--llm-url", NO_LLM_URL,
             "--agent", "envagent:agent", *TOOLS, "--workers", "2", "--isolation", "none",
@@ -135,7 +138,7 @@ def test_worker_processes_take_the_environment_the_driver_has_as_each_run_starts
         assert code in (0, 1), err  # (the agent does nothing: the case's checks fail)
         (trial,) = Store(store).trials(mark)
         answers.append(read_cassette(trial.cassette).summary().final_answer)
-    assert answers == ["first", "second"]
+    assert answers == [f"first in {tmp_path / 'first'}", f"second in {tmp_path / 'second'}"]
 
 
 RAY = pytest.param("ray", marks=pytest.mark.xdist_group("ray"))
