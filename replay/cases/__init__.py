@@ -8,7 +8,7 @@ Private: use what ``replay`` exports.
 """
 
 from ._case import Case, CaseFileError, Expects, Scoring, Suite, ToolCallSpec, load_case
-from ._files import replacing, write_whole
+from ._files import replacing, sweep_parts, write_whole
 from ._names import NAME_MAX_BYTES, NAME_RULE, check_name, inside, name_problem
 from ._promote import Promoted, promote
 from ._solution import reference_for
@@ -33,5 +33,6 @@ __all__ = [
     "read_bounded",
     "reference_for",
     "replacing",
+    "sweep_parts",
     "write_whole",
 ]

@@ -24,16 +24,20 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def replacing(path: Path) -> Iterator[Path]:
+def replacing(path: Path, *, sweep: bool = True) -> Iterator[Path]:
     """A temporary file beside ``path`` (its folder made if missing) that becomes ``path``.
 
     Write the yielded file whole (a copy, a cassette); when the block ends, it is
     flushed to disk and renamed over ``path``. If the block raises, it is removed
     and ``path`` is left as it was. (A process killed meanwhile leaves at most a
     ``.NAME.*.part`` file beside it, removed by the next write of ``path``.)
+
+    ``sweep=False`` skips that removal (a look through the whole folder): for a writer
+    of many files in one folder, which calls ``sweep_parts`` on it once instead.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    _sweep(path)
+    if sweep:
+        _sweep(path)
     while True:  # (not mkstemp: its files are 0600, these get the umask's mode as any other)
         tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.part")
         try:
@@ -62,16 +66,40 @@ def _sweep(path: Path) -> None:
     its lock (a writer in another pid namespace still does; a recycled pid only
     keeps a file a while longer). Names not made by ``replacing`` are left alone.
     """
-    ours = re.compile(rf"\.{re.escape(path.name)}\.([0-9]{{1,9}})-[0-9a-f]{{8}}\.part")
     pattern = glob.escape(str(path.with_name(f".{path.name}."))) + "*.part"
     for stale in glob.glob(pattern):
-        named = ours.fullmatch(os.path.basename(stale))
-        if named is None or _running(int(named.group(1))):
-            continue
+        named = _PART.fullmatch(os.path.basename(stale))
+        if named is not None and named["name"] == path.name:
+            _remove_abandoned(stale, int(named["pid"]))
+
+
+def sweep_parts(folder: Path) -> None:
+    """Remove the temporary files in ``folder`` whose writers died, whatever each was to be.
+
+    One look through the folder: a run writing thousands of cassettes there sweeps it
+    once, not once a cassette.
+    """
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return  # (no folder yet: nothing to sweep)
+    for name in names:
+        named = _PART.fullmatch(name)
+        if named is not None:
+            _remove_abandoned(os.path.join(folder, name), int(named["pid"]))
+
+
+_PART = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,9})-[0-9a-f]{8}\.part")
+"""A temporary file ``replacing`` named: ``.NAME.PID-HEX.part``."""
+
+
+def _remove_abandoned(stale: str, pid: int) -> None:
+    """Remove ``stale`` if its writer (``pid``) is not running and holds no lock on it."""
+    if not _running(pid):
         try:  # (not blocking on a FIFO, not following a link someone put there)
             fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
-            continue
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.unlink(stale)

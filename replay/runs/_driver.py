@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
-from ..cases import replacing
+from ..cases import replacing, sweep_parts
 from ..graders import Judge
 from ..modes import cassette_name
 from ..results import Store, TrialRecord
@@ -67,6 +67,8 @@ class Driver:
 
     def run(self, todo: Sequence[Job]) -> None:
         self.total = len(todo)
+        if self.runner.remote:  # what a driver killed while writing cassettes here left
+            sweep_parts(self.out)
         pending, suspects = deque(todo), deque[Job]()
         in_flight: dict[Future[list[Done]], tuple[tuple[Job, ...], bool]] = {}
         # Finished futures arrive here as they finish: waiting costs the same with 64 in
@@ -153,7 +155,9 @@ class Driver:
         record = result.record
         for name, data in result.files.items():
             path = self.out / name
-            with replacing(path) as tmp:  # flushed before its rename: a crash leaves it whole
+            # Flushed before its rename: a crash leaves it whole. (The folder is swept
+            # once a run, not once a cassette: each sweep reads the whole folder.)
+            with replacing(path, sweep=False) as tmp:
                 tmp.write_bytes(data)
             if name == cassette_name(result.case_id, result.index):
                 record = dataclasses.replace(record, cassette=str(path))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from replay import load_case
-from replay.cases import replacing, write_whole
+from replay.cases import replacing, sweep_parts, write_whole
 from tests.helpers import REPO, replay
 
 CASSETTE = REPO / "cassettes" / "refund-4812.cassette"
@@ -125,3 +125,22 @@ def test_files_beside_it_that_replacing_did_not_name_are_left_alone(tmp_path: Pa
     write_whole(path, "whole")
     assert path.read_text() == "whole"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["junit.xml", *others])
+
+
+def test_a_folder_swept_once_loses_the_dead_writers_parts_of_every_name(tmp_path: Path) -> None:
+    """What a driver sending cassettes' bytes sweeps once a run (``sweep_parts``): the parts
+    of dead writers, whichever file each was to become; a live writer's and other names stay."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    dead = [f".case-{n}.cassette.{gone}-0a1b2c3d.part" for n in range(3)]
+    kept = [
+        f".case-9.cassette.{os.getpid()}-0a1b2c3d.part",  # a writer that lives (this one)
+        f"case-1.cassette.{gone}-0a1b2c3d.part",  # not a name replacing makes
+        f".case-1.cassette.{gone}-xyz.part",
+        "case-1.cassette",
+    ]
+    for name in dead + kept:
+        (tmp_path / name).write_text("someone's")
+    sweep_parts(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
+    sweep_parts(tmp_path / "no such folder")  # nothing to sweep: no error
