@@ -340,6 +340,7 @@ class _Threads:
                 outcome.set_exception(error)
             else:
                 outcome.set_result(value)
+            del call, outcome, value, error  # (an idle thread holds nothing of its trial's)
 
     def _forget(self) -> None:
         """In a forked child: the parent's threads are not there to serve it."""

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import sys
 import threading
+import weakref
 from typing import Any
 
 from recorder import Tool, tool
@@ -77,6 +78,15 @@ def count_trials(instruction: str, env: Any) -> str:
     """``done N``: this is the Nth trial its thread ran (a count kept per thread)."""
     _thread.trials = getattr(_thread, "trials", 0) + 1
     return f"done {_thread.trials}"
+
+
+ENVS: list[weakref.ref[Any]] = []
+
+
+def remember(instruction: str, env: Any) -> str:
+    """Answers ``done``, keeping a weak reference to its environment in ``ENVS``."""
+    ENVS.append(weakref.ref(env))
+    return "done"
 
 
 def sleep(instruction: str, env: Any) -> str:

@@ -9,6 +9,7 @@ goes on, and ``replay report`` (terminal, ``--json``, HTML) says which.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -242,6 +243,22 @@ def test_in_process_agents_run_in_threads_kept_between_trials(tmp_path: Path, st
         for n in range(5)
     )
     assert answers == [f"done {n}" for n in range(1, 6)]  # (a thread each: all "done 1")
+
+
+def test_an_idle_agent_thread_holds_nothing_of_its_last_trial(tmp_path: Path, store: str) -> None:
+    case = _case(tmp_path, "remember", "remember")
+    limit_agents.ENVS.clear()
+    code, _, err = replay(
+        "run", case, "--run", "idle", "-k", "3", "-j", "1", "--store", store, *TOOLS,
+        *NO_LLM, *IN_PROCESS, "--agent", "tests.cli.limit_agents:remember",
+    )  # fmt: skip
+    assert code == 0, err
+    assert len(limit_agents.ENVS) == 3
+    deadline = time.monotonic() + 60  # (a hang guard: the threads let go as they go idle)
+    while any(ref() is not None for ref in limit_agents.ENVS) and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert [ref() for ref in limit_agents.ENVS] == [None] * 3  # the trials' environments
 
 
 def test_the_report_says_which_limits_fired(tmp_path: Path, store: str) -> None:
