@@ -89,12 +89,21 @@ _API_PATHS: tuple[tuple[str, Api], ...] = (
 )
 
 
-@functools.lru_cache(maxsize=256)
+_REMEMBERED_URL = 2048
+"""URLs up to this long are remembered (``api_of``, ``_base_url``): 256 of them at most, so
+a file's long URLs cannot make the cache hold more than half a megabyte."""
+
+
 def api_of(url: str) -> Api | None:
     """Return which LLM API a request URL belongs to, if any.
 
     Remembered per URL: an agent asks one or two, for every call.
     """
+    return _api_of(url) if len(url) <= _REMEMBERED_URL else _api_of.__wrapped__(url)
+
+
+@functools.lru_cache(maxsize=256)
+def _api_of(url: str) -> Api | None:
     try:
         path = urlsplit(url).path.rstrip("/")
     except ValueError:
@@ -109,9 +118,15 @@ _AFTER_BASE_URL: dict[Api, str] = {
 }
 
 
-@functools.lru_cache(maxsize=256)
 def _base_url(api: Api, url: str) -> str | None:
     """The SDK base URL a request was made against: its URL minus the API's path."""
+    if len(url) <= _REMEMBERED_URL:
+        return _remembered_base_url(api, url)
+    return _remembered_base_url.__wrapped__(api, url)
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered_base_url(api: Api, url: str) -> str | None:
     try:
         url = urlsplit(url)._replace(query="", fragment="").geturl().rstrip("/")
     except ValueError:

@@ -84,3 +84,22 @@ def test_hostile_token_counts_are_not_counted() -> None:
     reply = b'{"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 1e300}}'
     call = llm_call(_event("POST", "http://h/v1/chat/completions", {"model": "m"}, reply))
     assert call is not None and call.input_tokens == 0
+
+
+def test_urls_are_remembered_only_when_short() -> None:
+    """Each URL's API and base URL are remembered (every call asks them); a file's long URLs
+    are read the same but not kept (256 of a megabyte each would hold 256 MB)."""
+    from recorder import _llm
+
+    _llm._api_of.cache_clear()
+    _llm._remembered_base_url.cache_clear()
+    long = "http://h/" + "a" * (1 << 20) + "/v1/chat/completions"
+    call = llm_call(_event("POST", long, {"model": "m"}, b'{"choices": []}'))
+    assert call is not None and call.api == "openai"
+    assert call.base_url == long.removesuffix("/chat/completions")
+    assert _llm._api_of.cache_info().currsize == 0
+    assert _llm._remembered_base_url.cache_info().currsize == 0
+    short = "http://h/v1/chat/completions"
+    call = llm_call(_event("POST", short, {"model": "m"}, b'{"choices": []}'))
+    assert call is not None and call.base_url == "http://h/v1"
+    assert _llm._api_of.cache_info().currsize == 1
