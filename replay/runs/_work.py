@@ -217,12 +217,12 @@ def run_work(work: Work, fixtures: Mapping[str, Blob] | None = None) -> list[Don
     tools = load_callable(spec.agent.tools) if spec.agent.tools else None
     # patched(): held already in workers and in a driver running trials itself (then free).
     # A scratch folder only for cassettes that travel as bytes (a remote worker's).
-    scratch: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext()
+    scratch: contextlib.AbstractContextManager[str] = contextlib.nullcontext("")
     if work.out is None or work.recorded:
         scratch = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_root())
     with patched(), scratch as tmp:
-        out = Path(work.out) if work.out else Path(str(tmp))
-        recorded = _recorded(work, Path(str(tmp))) if work.recorded else {}
+        out = Path(work.out or tmp)
+        recorded = _recorded(work, Path(tmp))
 
         def steps(job: Job) -> Steps[TrialResult | _Failed]:
             if job.recorded is not None and str(job.recorded) in recorded:
