@@ -26,8 +26,9 @@ public subpackage ``replay.graders``; the stub LLM in
 under every figure in ``replay.stats``. Every other module is private.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from .plugins import lazy_face as _lazy_face
 
 if _typing.TYPE_CHECKING:
     from ._exit import ExitCode
@@ -258,16 +259,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    if name in _EXPORTS:
-        value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'replay' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = _lazy_face(__name__, _EXPORTS)
 
 
 __all__ = [

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from pathlib import Path
 
 from recorder._schema import schema_text
 from replay import ExitCode
@@ -57,3 +58,60 @@ def test_exit_codes_keep_the_numbers_the_readme_documents() -> None:
     ]
     for code in ExitCode:
         assert f"| {int(code)} | `{code.name}` |" in documentation()
+
+
+_READING = """
+import sys
+from replay._cli.main import main
+sys.argv = ["replay", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as end:
+    code = end.code
+heavy = ("pydantic", "yaml", "recorder._schema", "replay.cases._case",
+         "replay.graders._builtin", "replay.modes._registered")
+print(code, [name for name in heavy if name in sys.modules])
+"""
+
+
+def test_reading_a_runs_results_loads_no_case_model_cassette_reader_or_grader(
+    tmp_path: Path,
+) -> None:
+    """``report`` and ``gate`` read the store: not pydantic's models, YAML, the graders.
+
+    (Importing them was most of a report's time on a large run: ~0.6 s a command.)
+    """
+    from replay import GradeRecord, Store, Suite, TrialRecord, TrialUsage
+    from replay.graders import Verdict
+
+    store = Store(tmp_path / "results.db")
+    for run in ("base", "cand"):
+        store.start_run(run, {"mode": "review"}, {"model": run})
+        for idx, verdict in enumerate((Verdict.PASS, Verdict.FAIL, Verdict.PASS)):
+            grade = GradeRecord("state", verdict, 1.0 if verdict is Verdict.PASS else 0.0)
+            trial = TrialRecord(
+                case_id="c1",
+                idx=idx,
+                suite=Suite.REGRESSION,
+                verdict=verdict,
+                cassette=f"{run}/{idx}.cassette",
+                usage=TrialUsage(2, 10, 5, 0.1, 0.0),
+                grades=(grade,),
+            )
+            store.add_trial(run, trial)
+        store.finish_run(run)
+    for args in (
+        ("report", "cand"),
+        ("report", "cand", "--json"),
+        ("gate", "--baseline", "base", "--candidate", "cand", "--max-drop", "0.5"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-c", _READING, *args, "--store", str(tmp_path / "results.db")],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=True,
+        )
+        code, loaded = out.stdout.splitlines()[-1].split(" ", 1)
+        assert code in ("0", "3"), (args, out.stdout[-500:], out.stderr)  # 3: gate undecided
+        assert loaded == "[]", args

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from replay import Store, build_report, run_html
+from replay import Store, build_report
 
 from ..results import DEFAULT_PATH, report_json_text, write_whole
 from ..views import console, render_report
@@ -45,6 +45,8 @@ def report(run: str, store: Path, as_json: bool, html_file: Path | None, confide
     results = Store(store, create=False)
     with results.snapshot():  # (a run still writing: its counts and trials agree)
         if html_file is not None:
+            from replay import run_html  # (the page's transcripts read cassettes: not for a table)
+
             _write(html_file, run_html(results, run, confidence=confidence))
             return
         result = build_report(results, run, confidence=confidence)

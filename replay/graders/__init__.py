@@ -34,6 +34,7 @@ if _typing.TYPE_CHECKING:
         resolve,
         run_graders,
     )
+    from ._core import TrialToolUse as TrialToolUse
     from ._deadline import DeadlinePassed as DeadlinePassed
     from ._deadline import post_within as post_within
     from ._expr import Assertion, AssertionSyntaxError
@@ -46,7 +47,6 @@ if _typing.TYPE_CHECKING:
     from ._reference import Reference as Reference
     from ._reference import key_value as key_value
     from ._reference import touched as touched
-    from ._tooluse import TrialToolUse as TrialToolUse
     from ._tooluse import trial_tool_use as trial_tool_use
     from ._values import Approx, Check, Context, WorldRef
     from ._world_view import SqliteWorld, WorldView
@@ -88,7 +88,7 @@ _EXPORTS: dict[str, str] = {
     "Reference": "._reference",
     "touched": "._reference",
     "trial_tool_use": "._tooluse",
-    "TrialToolUse": "._tooluse",
+    "TrialToolUse": "._core",
     "Approx": "._values",
     "Check": "._values",
     "Context": "._values",
@@ -99,7 +99,9 @@ _EXPORTS: dict[str, str] = {
 """Each name and the module it is in, imported when first asked for: ``replay``'s exit
 codes need ``Verdict`` and ``Cause``, not the judge's HTTP client or every grader."""
 
-_UNREGISTERED = frozenset({"AGENT_CAUSES", "Cause", "PASS_SCORE", "Verdict"})
+_UNREGISTERED = frozenset(
+    {"AGENT_CAUSES", "Cause", "Grade", "PASS_SCORE", "TrialToolUse", "Verdict"}
+)
 """Names given without first registering the built-in graders (``_builtin``); any other
 (the registry, ``grader``, ``run_graders``...) sees them registered."""
 

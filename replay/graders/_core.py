@@ -13,12 +13,12 @@ from recorder import ConfigError
 
 from ..plugins import GROUPS, Registry
 from ._case import GradedCase
-from ._world_view import WorldView
 
 if TYPE_CHECKING:
     from recorder import Cassette
 
     from ..worlds import StateDiff
+    from ._world_view import WorldView
 
 
 class Verdict(str, enum.Enum):
@@ -306,3 +306,19 @@ def _score(grade: Grade) -> float:
     if grade.score is not None:
         return grade.score
     return 1.0 if grade.verdict == Verdict.PASS else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TrialToolUse:
+    """One trial's tool use, computed when it is graded and stored with it."""
+
+    calls: int
+    """Tool calls made."""
+    selection: float | None
+    """Share of the reference solution's calls whose tool was called (None: no reference)."""
+    arguments: float | None
+    """Of those, the share called with the reference's arguments."""
+    abstained: bool | None
+    """For a case tagged ``abstain``: whether no tool was called (else None)."""
+    loops: int
+    """Calls the agent repeated ``LOOP_REPEATS`` times or more with the same arguments."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from recorder import Cassette, ToolEvent
 
 from ..worlds import canonical_numbers
 from ._builtin import agent_calls, loops
+from ._core import TrialToolUse
 
 ABSTAIN_TAG = "abstain"
 """Cases with this tag have no suitable tool: the right move is no call (a question, a hand-off)."""
@@ -39,22 +39,6 @@ def _accuracy(case: Any, calls: list[ToolEvent]) -> tuple[float, float | None]:
             remaining.remove(match)
             right += _key(match.args) == _key(ref.args)
     return selected / sum(wanted.values()), (right / selected if selected else None)
-
-
-@dataclass(frozen=True, slots=True)
-class TrialToolUse:
-    """One trial's tool use, computed when it is graded and stored with it."""
-
-    calls: int
-    """Tool calls made."""
-    selection: float | None
-    """Share of the reference solution's calls whose tool was called (None: no reference)."""
-    arguments: float | None
-    """Of those, the share called with the reference's arguments."""
-    abstained: bool | None
-    """For a case tagged ``abstain``: whether no tool was called (else None)."""
-    loops: int
-    """Calls the agent repeated ``LOOP_REPEATS`` times or more with the same arguments."""
 
 
 def trial_tool_use(case: Any, cassette: Cassette) -> TrialToolUse:

@@ -33,8 +33,9 @@ if _typing.TYPE_CHECKING:
     from ._base import REGISTRY, Mode, register
     from ._drive import Steps, drive, drive_async
     from ._environment import Environment, as_function
-    from ._guards import Guard, Limits
+    from ._guard import Guard
     from ._guards import LimitExceeded as LimitExceeded
+    from ._guards import Limits
     from ._load import load_callable
     from ._offline import offline, offline_steps
     from ._plan import (
@@ -58,7 +59,7 @@ if _typing.TYPE_CHECKING:
 _EXPORTS = {
     "Agent": "._plan",
     "Environment": "._environment",
-    "Guard": "._guards",
+    "Guard": "._guard",
     "LimitExceeded": "._guards",
     "Limits": "._guards",
     "Mode": "._base",
@@ -88,7 +89,7 @@ _EXPORTS = {
     "trial_steps": "._run",
     "wait_for": "._async",
 }
-_LIGHT = frozenset({"._environment", "._load"})
+_LIGHT = frozenset({"._environment", "._guard", "._load"})
 
 
 def __getattr__(name: str) -> object:

@@ -1,95 +1,190 @@
 """Results: the store and its records, metrics, report, gate, suite health, comparisons, judges.
 
-Private: use what ``replay`` exports.
+Private: use what ``replay`` exports. Each name is imported when first asked for: a
+report reads the store, not cassettes, cases or graders (pydantic's models, the registries).
 """
 
-from ._agreement import (
-    Disagreement,
-    LabelAgreement,
-    cohen_kappa,
-    krippendorff_alpha,
-    label_agreement,
-)
-from ._calibration import (
-    MIN_AGREEMENT,
-    MIN_LABELS,
-    JudgeAgreement,
-    calibrated_judges,
-    judge_agreement,
-    labelled_trials,
-    people_verdict,
-)
-from ._causes import CauseGroup, FailedTrial
-from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
-from ._files import write_whole
-from ._gate import GateCheck, GateResult, Thresholds, gate
-from ._health import (
-    MIN_SIDE,
-    MIN_TRIALS,
-    SATURATED,
-    HealthFlag,
-    SuiteBalance,
-    graduate,
-    suite_balance,
-    suite_health,
-)
-from ._junit import write_junit
-from ._metrics import (
-    CaseCounts,
-    CaseMetrics,
-    ShareSummary,
-    SuiteMetrics,
-    case_metrics,
-    pass_at_k,
-    pass_hat_k,
-    share_summary,
-    suite_metrics,
-    two_proportion_test,
-)
-from ._noise import CaseNoise, NoiseFloor, noise
-from ._paired import (
-    CaseChange,
-    PairedFigure,
-    RunComparison,
-    compare_counts,
-    compare_runs,
-    diff_runs,
-)
-from ._plan import FigurePlan, Plan, PlanRow, plan
-from ._record import (
-    FailureCause,
-    GradeRecord,
-    JudgeCheckRecord,
-    LabelRecord,
-    PartialCredit,
-    RunRecord,
-    RunSummary,
-    TrialRecord,
-    TrialUsage,
-)
-from ._report import (
-    CaseReport,
-    RunReport,
-    build_report,
-    report_json,
-    report_json_text,
-    worst_first,
-)
-from ._sample import Sample, sample
-from ._stats import (
-    Interval,
-    benjamini_hochberg,
-    case_interval,
-    clustered_se,
-    detectable,
-    fisher_exact,
-    naive_se,
-    paired_interval,
-    suite_interval,
-    trial_variance,
-    wilson_interval,
-)
-from ._store import DEFAULT_PATH, Store
+import typing as _typing
+
+from ..plugins import lazy_face as _lazy_face
+
+if _typing.TYPE_CHECKING:
+    from ._agreement import (
+        Disagreement,
+        LabelAgreement,
+        cohen_kappa,
+        krippendorff_alpha,
+        label_agreement,
+    )
+    from ._calibration import (
+        MIN_AGREEMENT,
+        MIN_LABELS,
+        JudgeAgreement,
+        calibrated_judges,
+        judge_agreement,
+        labelled_trials,
+        people_verdict,
+    )
+    from ._causes import CauseGroup, FailedTrial
+    from ._compare import CassetteDiff, Divergence, diff_cassettes, step_numbers
+    from ._files import write_whole
+    from ._gate import GateCheck, GateResult, Thresholds, gate
+    from ._health import (
+        MIN_SIDE,
+        MIN_TRIALS,
+        SATURATED,
+        HealthFlag,
+        SuiteBalance,
+        graduate,
+        suite_balance,
+        suite_health,
+    )
+    from ._junit import write_junit
+    from ._metrics import (
+        CaseCounts,
+        CaseMetrics,
+        ShareSummary,
+        SuiteMetrics,
+        case_metrics,
+        pass_at_k,
+        pass_hat_k,
+        share_summary,
+        suite_metrics,
+        two_proportion_test,
+    )
+    from ._noise import CaseNoise, NoiseFloor, noise
+    from ._paired import (
+        CaseChange,
+        PairedFigure,
+        RunComparison,
+        compare_counts,
+        compare_runs,
+        diff_runs,
+    )
+    from ._plan import FigurePlan, Plan, PlanRow, plan
+    from ._record import (
+        FailureCause,
+        GradeRecord,
+        JudgeCheckRecord,
+        LabelRecord,
+        PartialCredit,
+        RunRecord,
+        RunSummary,
+        TrialRecord,
+        TrialUsage,
+    )
+    from ._report import (
+        CaseReport,
+        RunReport,
+        build_report,
+        report_json,
+        report_json_text,
+        worst_first,
+    )
+    from ._sample import Sample, sample
+    from ._stats import (
+        Interval,
+        benjamini_hochberg,
+        case_interval,
+        clustered_se,
+        detectable,
+        fisher_exact,
+        naive_se,
+        paired_interval,
+        suite_interval,
+        trial_variance,
+        wilson_interval,
+    )
+    from ._store import DEFAULT_PATH, Store
+
+_EXPORTS = {
+    "Disagreement": "._agreement",
+    "LabelAgreement": "._agreement",
+    "cohen_kappa": "._agreement",
+    "krippendorff_alpha": "._agreement",
+    "label_agreement": "._agreement",
+    "MIN_AGREEMENT": "._calibration",
+    "MIN_LABELS": "._calibration",
+    "JudgeAgreement": "._calibration",
+    "calibrated_judges": "._calibration",
+    "judge_agreement": "._calibration",
+    "labelled_trials": "._calibration",
+    "people_verdict": "._calibration",
+    "CauseGroup": "._causes",
+    "FailedTrial": "._causes",
+    "CassetteDiff": "._compare",
+    "Divergence": "._compare",
+    "diff_cassettes": "._compare",
+    "step_numbers": "._compare",
+    "write_whole": "._files",
+    "GateCheck": "._gate",
+    "GateResult": "._gate",
+    "Thresholds": "._gate",
+    "gate": "._gate",
+    "MIN_SIDE": "._health",
+    "MIN_TRIALS": "._health",
+    "SATURATED": "._health",
+    "HealthFlag": "._health",
+    "SuiteBalance": "._health",
+    "graduate": "._health",
+    "suite_balance": "._health",
+    "suite_health": "._health",
+    "write_junit": "._junit",
+    "CaseCounts": "._metrics",
+    "CaseMetrics": "._metrics",
+    "ShareSummary": "._metrics",
+    "SuiteMetrics": "._metrics",
+    "case_metrics": "._metrics",
+    "pass_at_k": "._metrics",
+    "pass_hat_k": "._metrics",
+    "share_summary": "._metrics",
+    "suite_metrics": "._metrics",
+    "two_proportion_test": "._metrics",
+    "CaseNoise": "._noise",
+    "NoiseFloor": "._noise",
+    "noise": "._noise",
+    "CaseChange": "._paired",
+    "PairedFigure": "._paired",
+    "RunComparison": "._paired",
+    "compare_counts": "._paired",
+    "compare_runs": "._paired",
+    "diff_runs": "._paired",
+    "FigurePlan": "._plan",
+    "Plan": "._plan",
+    "PlanRow": "._plan",
+    "plan": "._plan",
+    "FailureCause": "._record",
+    "GradeRecord": "._record",
+    "JudgeCheckRecord": "._record",
+    "LabelRecord": "._record",
+    "PartialCredit": "._record",
+    "RunRecord": "._record",
+    "RunSummary": "._record",
+    "TrialRecord": "._record",
+    "TrialUsage": "._record",
+    "CaseReport": "._report",
+    "RunReport": "._report",
+    "build_report": "._report",
+    "report_json": "._report",
+    "report_json_text": "._report",
+    "worst_first": "._report",
+    "Sample": "._sample",
+    "sample": "._sample",
+    "Interval": "._stats",
+    "benjamini_hochberg": "._stats",
+    "case_interval": "._stats",
+    "clustered_se": "._stats",
+    "detectable": "._stats",
+    "fisher_exact": "._stats",
+    "naive_se": "._stats",
+    "paired_interval": "._stats",
+    "suite_interval": "._stats",
+    "trial_variance": "._stats",
+    "wilson_interval": "._stats",
+    "DEFAULT_PATH": "._store",
+    "Store": "._store",
+}
+"""Each name and the module it is in."""
 
 __all__ = [
     "DEFAULT_PATH",
@@ -178,3 +273,6 @@ __all__ = [
     "write_junit",
     "write_whole",
 ]
+
+
+__getattr__, __dir__ = _lazy_face(__name__, _EXPORTS)

@@ -6,19 +6,16 @@ function of ``replay``, and renders what it returns with one of these.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..results import (
-    CaseReport,
-    CassetteDiff,
-    Interval,
-    RunComparison,
-    RunReport,
-    ShareSummary,
-    worst_first,
-)
+from ..results import CaseReport, Interval, RunReport, ShareSummary, worst_first
+
+if TYPE_CHECKING:
+    from ..results import CassetteDiff, RunComparison
 
 _SIGN_STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
