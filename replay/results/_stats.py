@@ -94,6 +94,12 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+def _t_density(t: float, df: float) -> float:
+    """Student's t distribution's density with ``df`` degrees of freedom."""
+    log_c = math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_c - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+
+
 @functools.lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile at ``p`` (0 < p < 1) with ``df >= 1`` degrees of freedom."""
@@ -103,18 +109,29 @@ def t_quantile(p: float, df: float) -> float:
         return normal_quantile(p)
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
+    # Newton's steps from the normal quantile (3-5 CDFs where bisection took ~45: a
+    # report's suite intervals ask for dozens of degrees of freedom), kept inside a
+    # bracket that only shrinks; a step that would leave it halves it instead.
     low, high = 0.0, 1.0
     while t_cdf(high, df) < p:
         low, high = high, high * 2.0
-    for _ in range(200):  # bisection: the CDF is monotone; 200 halvings reach 1e-15 relative
-        mid = (low + high) / 2.0
-        if t_cdf(mid, df) < p:
-            low = mid
+    t = min(max(normal_quantile(p), low), high)
+    for _ in range(200):
+        error = t_cdf(t, df) - p
+        if error == 0.0:
+            return t
+        if error < 0:
+            low = t
         else:
-            high = mid
-        if high - low <= 1e-13 * max(1.0, high):
-            break
-    return (low + high) / 2.0
+            high = t
+        density = _t_density(t, df)
+        step = t - error / density if density > 0 else low - 1.0
+        if not low < step < high:
+            step = (low + high) / 2.0
+        if abs(step - t) <= 1e-14 * max(1.0, t) or high - low <= 1e-13 * max(1.0, high):
+            return step
+        t = step
+    return t
 
 
 def _wilson(p: float, n: float, z: float) -> Interval:

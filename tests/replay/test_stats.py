@@ -38,6 +38,21 @@ def test_t_quantile_is_scipys(df: int, p: float) -> None:
     assert t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.parametrize("df", [1, 3, 10, 1000])
+@pytest.mark.parametrize("p", [1e-9, 1e-6, 1 - 1e-6, 1 - 1e-9])
+def test_t_quantile_is_scipys_far_in_the_tails(df: int, p: float) -> None:
+    """(Where the CDF's last bits are all a step can see: a step that lands on ``p``
+    exactly is the answer, not the middle of what is left of the bracket.)"""
+    assert t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-7)
+
+
+def test_t_quantile_is_scipys_on_random_draws() -> None:
+    rng = random.Random(11)
+    for _ in range(500):
+        p, df = rng.uniform(0.001, 0.999), rng.choice([1, 2, 5, 9, 30, 120, 999, 20_000])
+        assert t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-9, abs=1e-9)
+
+
 @pytest.mark.parametrize(("a", "b"), [(0.5, 0.5), (2, 3), (10, 1), (0.5, 30), (100, 200)])
 def test_beta_cdf_is_scipys(a: float, b: float) -> None:
     for x in [i / 40 for i in range(41)]:
