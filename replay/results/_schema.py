@@ -57,14 +57,16 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
 version (``STORE_VERSION``) is at least the last line's: a store written by a later version
 is refused."""
 
-STORE_VERSION = 7
+STORE_VERSION = 8
 """1: runs, trials, grades, labels; 2: each trial carries its cause and its tool use;
 3: and the guards that fired in it; 4: and the seconds it took in the harness;
 5: a run may be golden (the graders' gold standard), and a label says who gave it;
 6: per-case summaries kept as trials are written (``_summaries``; an older store's are
 counted from its trials when it is opened); 7: each trial's row also holds its primary
 failure cause, the line that says so, and its partial credit (``_facts``; worked out
-from an older store's grades when it is opened)."""
+from an older store's grades when it is opened); 8: each case of a finished run kept as
+its report reads it (``_rows``: kept for an older store's finished runs when it is
+opened)."""
 
 KEY = ("run", "case_id", "idx")
 """A trial's key, the first columns of ``trials`` and of ``grades``."""

@@ -25,6 +25,7 @@ from recorder import ConfigError
 
 from ..graders import Verdict
 from . import _facts as facts
+from . import _rows as case_rows
 from . import _summaries as summaries
 from ._record import JudgeCheckRecord, LabelRecord, RunRecord, RunSummary, TrialRecord
 from ._schema import (
@@ -127,10 +128,13 @@ class Store:
             if not made or version < STORE_VERSION:
                 summaries.create(self.db.conn)
                 facts.create(self.db.conn)
+                case_rows.create(self.db.conn)
                 if made and version < 6:
                     summaries.recount_all(self.db.conn, read_trials)
-                if made:
+                if made and version < 7:
                     facts.fill(self.db.conn, read_trials)
+                if made:
+                    case_rows.keep_finished(self.db.conn)
                 self.db.conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -260,6 +264,7 @@ class Store:
             conn.execute("DELETE FROM grades WHERE run = ?", (name,))
             conn.execute("DELETE FROM labels WHERE run = ?", (name,))
             conn.execute("DELETE FROM case_summaries WHERE run = ?", (name,))
+            case_rows.forget(conn, name)
             conn.execute("DELETE FROM runs WHERE name = ?", (name,))
         return int(removed)
 
@@ -308,11 +313,13 @@ class Store:
                 summaries.recount(conn, name, record.case_id, read_trials(conn, *key[:2]))
             else:
                 summaries.add(conn, name, record.case_id, counts)
+            case_rows.forget(conn, name, record.case_id)
 
     def finish_run(self, name: str) -> None:
-        """Mark a run finished."""
-        with self._write():
+        """Mark a run finished, and keep each case as its report reads it (``_rows``)."""
+        with self._write() as conn:
             self.db["runs"].update(name, {"finished": _now()})  # type: ignore[union-attr]
+            case_rows.keep(conn, name)
 
     def trials(self, name: str, *, case: str | None = None) -> list[TrialRecord]:
         """A run's trials (``case``'s alone, if given), by case and index, with their grades."""
@@ -432,14 +439,8 @@ class Store:
             "SELECT model, rubric_hash, checked, passed, reason, runs, result FROM judge_checks"
         )
         return {
-            (model, rubric_hash): JudgeCheckRecord(
-                model,
-                rubric_hash,
-                checked,
-                bool(passed),
-                reason,
-                tuple(json.loads(runs)),
-                json.loads(result),
+            (model, rubric): JudgeCheckRecord(
+                model, rubric, checked, bool(passed), reason, tuple(json.loads(runs)), json.loads(r)
             )
-            for model, rubric_hash, checked, passed, reason, runs, result in rows
+            for model, rubric, checked, passed, reason, runs, r in rows
         }

@@ -79,7 +79,7 @@ USAGE_COLUMNS = (
     "loops",
 )
 """The ``trials`` columns tool use is computed from, in the order of a ``Usage``."""
-_FIGURES = USAGE_COLUMNS[:5]
+FIGURES = USAGE_COLUMNS[:5]
 """The figures whose p50 and p95 are given (``ToolUse.percentiles``), by name."""
 
 Usage = tuple[Any, ...]
@@ -115,7 +115,7 @@ def columns_tool_use(
     steps, tokens_in, _, _, _, calls, selection, arguments, abstained, loops = columns
     figures = {
         name: [float(v) for v in column if v is not None]
-        for name, column in zip(_FIGURES, columns, strict=False)
+        for name, column in zip(FIGURES, columns, strict=False)
     }
     measured = [
         i
@@ -164,7 +164,7 @@ def run_tool_use(trials: Sequence[TrialRecord]) -> tuple[dict[str, ToolUse], Too
     for trial in trials:  # (one pass: a 1,000-case run is not read 1,000 times)
         by_case.setdefault(trial.case_id, []).append(usage_of(trial))
     per_case: dict[str, ToolUse] = {}
-    figures: dict[str, list[float]] = {name: [] for name in _FIGURES}
+    figures: dict[str, list[float]] = {name: [] for name in FIGURES}
     for case_id, rows in by_case.items():
         per_case[case_id], known = case_tool_use(rows)
         for name, values in known.items():

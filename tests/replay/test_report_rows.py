@@ -202,7 +202,7 @@ def test_a_replaced_trial_is_reported_as_its_replacement(tmp_path: Path) -> None
     assert _text(store, "r") == _text(once, "r")
 
 
-@pytest.mark.parametrize("version", [5, 6])
+@pytest.mark.parametrize("version", [5, 6, 7])
 def test_an_older_store_is_brought_up_to_date_and_reports_the_same(
     tmp_path: Path, version: int
 ) -> None:
@@ -214,7 +214,8 @@ def test_an_older_store_is_brought_up_to_date_and_reports_the_same(
     alone = gate(store, None, "b", Thresholds(min_pass1=0.1, max_failing_critical=0))
     store.db.conn.close()
     with closing(sqlite3.connect(path)) as conn:  # as that version left it
-        for column in ("failure", "why", "credit"):
+        conn.execute("DROP TABLE case_rows")
+        for column in ("failure", "why", "credit") if version < 7 else ():
             conn.execute(f"ALTER TABLE trials DROP COLUMN {column}")
         if version < 6:
             conn.execute("DROP TABLE case_summaries")
@@ -226,6 +227,44 @@ def test_an_older_store_is_brought_up_to_date_and_reports_the_same(
     assert gate(old, None, "b", Thresholds(min_pass1=0.1, max_failing_critical=0)) == alone
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION
+        kept = conn.execute("SELECT run, COUNT(*) FROM case_rows GROUP BY run").fetchall()
+    assert kept == [("a", 7), ("b", 5)]  # (its finished runs' cases kept as it was opened)
+
+
+def test_a_finished_run_is_read_as_kept_and_a_case_written_since_from_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished run's cases are kept as a report reads them (one read, not every row);
+    a trial written since drops its case's, which is worked out again when read."""
+    store = Store(tmp_path / "r.db")
+    trials = _trials(8)
+    store.start_run("r", {}, {"mode": "review", "model": "r"})
+    for trial in trials:
+        store.add_trial("r", trial)
+    going = _text(store, "r")  # (a run still going: every case from its rows)
+    store.finish_run("r")
+    from replay.results import _rows
+
+    worked: list[set[str] | None] = []
+    real = _rows._worked_out
+
+    def watched(conn: sqlite3.Connection, run: str, only: set[str] | None = None) -> object:
+        worked.append(only)
+        return real(conn, run, only)
+
+    rng = random.Random(9)
+    later = [_trial(rng, 3, 4), _trial(rng, 3, 15)]  # (a trial replaced, and a new one)
+    fresh = Store(tmp_path / "fresh.db")
+    _fill(fresh, "r", [t for t in trials if (t.case_id, t.idx) != ("case-3", 4)] + later)
+    with monkeypatch.context() as patched:
+        patched.setattr(_rows, "_worked_out", watched)
+        assert _text(store, "r") == going
+        assert worked == []
+        for trial in later:
+            store.add_trial("r", trial)
+        assert _text(store, "r") == _text(fresh, "r")
+    assert worked == [{"case-3"}]
+    assert _from_report(store, "r") == _from_records(store, "r")
 
 
 def test_the_gate_on_its_own_reads_the_summaries_and_its_cases_when_asked(

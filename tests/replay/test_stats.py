@@ -181,6 +181,42 @@ def test_bad_arguments_are_value_errors() -> None:
         detectable(0.1, 0.95, 1.0, 10)
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.5, 1.5],
+        [-0.25, 0.5],
+        [0.5, math.nan],
+        [math.nan, 0.5, 0.25],
+        [math.nan, math.inf],
+        [0.5, math.inf],
+        [-math.inf, math.inf],
+    ],
+)
+def test_a_suite_interval_refuses_a_value_outside_0_1_nan_included(values: list[float]) -> None:
+    with pytest.raises(ValueError, match=r"every value must be in \[0, 1\]"):
+        suite_interval(values)
+
+
+def test_a_suite_interval_is_the_formula_to_the_last_bit() -> None:
+    """Worked out in plain Python beside it: the effective-size Wilson interval, t-adjusted."""
+    rng = random.Random(5)
+    for _ in range(200):
+        values = [rng.choice((0.0, 1.0, rng.random())) for _ in range(rng.randint(2, 60))]
+        m = len(values)
+        mean = min(1.0, max(0.0, math.fsum(values) / m))
+        squares = math.fsum((v - mean) ** 2 for v in values)
+        spread = mean * (1 - mean)
+        n_eff = spread * m * m / squares if squares > 0 and spread > 0 else float(m)
+        z, t = scipy_stats.norm.ppf(0.975), scipy_stats.t.ppf(0.975, m - 1)
+        n = n_eff * (z / t) ** 2
+        centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        low, high = suite_interval(values)
+        assert low == pytest.approx(max(0.0, centre - half), abs=1e-12)
+        assert high == pytest.approx(min(1.0, centre + half), abs=1e-12)
+
+
 def test_suite_metrics_give_an_interval_for_every_k() -> None:
     cases = [CaseCounts(f"c{i}", {"pass": i % 5, "fail": 4 - i % 5}) for i in range(20)]
     suite = suite_metrics(cases)
