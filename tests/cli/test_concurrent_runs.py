@@ -96,7 +96,7 @@ def assert_stored_once(store: Path, names: list[str]) -> None:
         run = results.run(name)
         assert run is not None and run.finished, name
     with closing(sqlite3.connect(store)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 

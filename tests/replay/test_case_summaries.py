@@ -167,7 +167,7 @@ def test_an_older_store_gains_summaries_and_reports_the_same(tmp_path: Path) -> 
     assert gate(old, "a", "b", Thresholds(min_pass1=0.1, max_drop=0.5)) == gated
     assert _summarised(old, "b") == _counted(old, "b")
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
 
 
 def test_a_comparison_reads_the_failing_cassette_a_trial_would_give(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def test_a_new_store_is_made_while_another_process_holds_the_lock(tmp_path: Path
     assert store.runs() == []
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
 
 
 def test_an_old_store_is_migrated_while_another_process_holds_the_lock(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_a_store_written_before_versions_is_upgraded_and_still_reported(tmp_path
     assert failed.cause_detail == ("the simulated user failed: its endpoint answered HTTP 500",)
     assert [g.grader for g in passed.grades] == ["rule"] and failed.grades == ()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
     assert passed.guards == () and failed.guards == ()  # no limit fired then
     pins = store.run("old").pins  # type: ignore[union-attr]
     assert pins["llm"] is None  # review calls no LLM
@@ -86,7 +86,7 @@ def test_a_version_2_store_gains_guards_and_keeps_its_rows(tmp_path: Path) -> No
     assert trial.guards == () and trial.cause_detail == ("agent raised X: y",)
     assert [g.grader for g in trial.grades] == ["user"]
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
 
 
 def test_a_version_3_store_gains_duration_its_trials_unknown_there(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_a_version_3_store_gains_duration_its_trials_unknown_there(tmp_path: Pat
     )
     assert [t.usage.duration for t in Store(path).trials("r")] == [None, 0.5]
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
 
 
 def test_a_version_4_store_keeps_its_labels_as_nobodys_and_gains_labellers_and_golden(
@@ -136,7 +136,7 @@ def test_a_version_4_store_keeps_its_labels_as_nobodys_and_gains_labellers_and_g
     store.set_golden("old")
     assert store.golden_runs() == ["old"]
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
 
 
 def test_a_store_from_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
