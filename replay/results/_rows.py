@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -239,41 +240,46 @@ def trial_texts(conn: sqlite3.Connection, run: str, pad: str) -> Iterator[str]:
     """Each trial of ``report --json`` (``report_json``'s ``trials``) as JSON text at ``pad``.
 
     The text ``json.dumps(..., indent=2)`` gives an item of a list whose items are at
-    ``pad`` (a newline and its spaces), written from the trial's row: one f-string a
-    trial (100,000 of them), its lists and partial credit rendered once per text.
+    ``pad`` (a newline and its spaces), written from the trial's row. The rows are read
+    some thousands at a time and written column by column (``_column_texts``: a column of
+    one type is written by the type's own C function), each trial then one ``%``
+    (100,000 of them); lists and partial credit rendered once per text.
     """
     inner = pad + "  "
-    k = [inner + string_text(key) + ": " for key in _TRIAL_KEYS]
+    trial = "{" + ",".join(f"{inner}{string_text(key)}: %s" for key in _TRIAL_KEYS) + pad + "}"
     lists = functools.lru_cache(maxsize=4096)(functools.partial(_list_text, pad=inner))
     credits = functools.lru_cache(maxsize=4096)(functools.partial(_credit_text, pad=inner))
+    written = [lists if column in _LISTS else _column_texts for column in _TRIAL_COLUMNS]
+    written[-1] = credits
     rows = conn.execute(
         f"SELECT {', '.join(_TRIAL_COLUMNS)} FROM trials WHERE run = ? ORDER BY case_id, idx",
         (run,),
     )
-    s, n, null = string_text, scalar_text, "null"
-    for (
-        case,
-        idx,
-        verdict,
-        failure,
-        cause,
-        detail,
-        guards,
-        cassette,
-        *usage,
-        expects,
-        credit,
-    ) in rows:
-        steps, tokens_in, tokens_out, latency, cost = usage
-        yield (
-            f"{{{k[0]}{s(case)},{k[1]}{n(idx)},{k[2]}{s(verdict)},"
-            f"{k[3]}{null if failure is None else s(failure)},"
-            f"{k[4]}{null if cause is None else s(cause)},{k[5]}{lists(detail)},"
-            f"{k[6]}{lists(guards)},{k[7]}{null if cassette is None else s(cassette)},"
-            f"{k[8]}{n(steps)},{k[9]}{n(tokens_in)},{k[10]}{n(tokens_out)},"
-            f"{k[11]}{n(latency)},{k[12]}{n(cost)},"
-            f"{k[13]}{null if expects is None else s(expects)},{k[14]}{credits(credit)}{pad}}}"
-        )
+    while some := rows.fetchmany(_ROWS_AT_ONCE):
+        columns = [
+            list(map(write, column)) if write is not _column_texts else _column_texts(column)
+            for write, column in zip(written, zip(*some, strict=True), strict=True)
+        ]
+        yield from map(trial.__mod__, zip(*columns, strict=True))
+
+
+_ROWS_AT_ONCE = 4096
+"""Trials' rows read, and written, at once by ``trial_texts``."""
+_quoted = json.encoder.encode_basestring_ascii  # (``string_text``'s own, C where built)
+
+
+def _column_texts(values: tuple[Any, ...]) -> list[str]:
+    """Each value of a column as ``json.dumps`` writes it."""
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        return list(map(_quoted, values))
+    if kinds == {int}:
+        return list(map(int.__repr__, values))
+    if kinds == {float} and all(map(math.isfinite, values)):
+        return list(map(float.__repr__, values))
+    if kinds == {str, type(None)}:
+        return ["null" if value is None else _quoted(value) for value in values]
+    return list(map(scalar_text, values))
 
 
 def failed_texts(trials: Iterable[FailedTrial], pad: str) -> Iterator[str]:

@@ -8,6 +8,7 @@ written one by one, replaced, or stored by an older version and brought up to da
 from __future__ import annotations
 
 import json
+import math
 import random
 import sqlite3
 import statistics
@@ -326,3 +327,25 @@ def test_a_report_read_in_a_snapshot_agrees_with_itself_while_a_run_writes(
         assert len(first.trials) == len(trials)
     after = json.loads(_text(reader, "nightly"))
     assert len(after["trials"]) == len(trials) + len(extra)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        ("case-1", "caf\u00e9 \u2603", 'q"uote\\\n'),
+        (0, 7, -3, 2**70),
+        (0.1, 1e-300, 12.5, -0.0, 3.0),
+        (0.5, math.inf, -math.inf, math.nan),
+        (None, "x", None),
+        (None, 4, 2.5, True, False, "y"),
+        (None, None),
+        (),
+    ],
+)
+def test_a_column_of_trial_values_is_written_as_json_writes_each(
+    column: tuple[object, ...],
+) -> None:
+    """(``report --json`` writes its trials column by column, by each type's own writer.)"""
+    from replay.results._rows import _column_texts
+
+    assert _column_texts(column) == [json.dumps(value) for value in column]
