@@ -112,10 +112,11 @@ def forget(conn: sqlite3.Connection, run: str, case_id: str | None = None) -> No
 def read_rows(conn: sqlite3.Connection, run: str) -> RunRows:
     """Read a run's rows: each case as kept, or worked out from its trials' rows."""
     kept = {
-        case_id: msgpack.unpackb(data)
-        for case_id, data in conn.execute(
+        case_id: data
+        for case_id, packed in conn.execute(
             f"SELECT case_id, data FROM {ROWS} WHERE run = ? AND format = ?", (run, _FORMAT)
         )
+        if (data := _unpacked(packed)) is not None
     }
     cases = [
         case_id
@@ -151,6 +152,19 @@ def read_rows(conn: sqlite3.Connection, run: str) -> RunRows:
         run_of([c.tool_use for c in rows], figures if rows else {}),
         grouped(failed, ordered=True),
     )
+
+
+def _unpacked(packed: bytes) -> list[Any] | None:
+    """A kept case, or None where it is damaged (then worked out from its rows again)."""
+    try:
+        data = msgpack.unpackb(packed)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
+    return data if isinstance(data, list) and len(data) == _FIELDS else None
+
+
+_FIELDS = 7
+"""The items of a kept case (``_case_data``)."""
 
 
 def _worked_out(

@@ -329,6 +329,18 @@ def test_a_report_read_in_a_snapshot_agrees_with_itself_while_a_run_writes(
     assert len(after["trials"]) == len(trials) + len(extra)
 
 
+def test_a_damaged_kept_case_is_worked_out_from_its_rows_again(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    _fill(store, "r", _trials(10))
+    before = _text(store, "r")
+    for garbage in (b"\xc1", b"\x93\x01\x02\x03", b"\x92\x01"):
+        with store.db.conn:
+            store.db.conn.execute(
+                "UPDATE case_rows SET data = ? WHERE run = 'r' AND case_id = 'case-2'", (garbage,)
+            )
+        assert _text(store, "r") == before
+
+
 @pytest.mark.parametrize(
     "column",
     [
