@@ -77,7 +77,7 @@ print(code, [name for name in heavy if name in sys.modules])
 def test_reading_a_runs_results_loads_no_case_model_cassette_reader_or_grader(
     tmp_path: Path,
 ) -> None:
-    """``report`` and ``gate`` read the store: not pydantic's models, YAML, the graders.
+    """``report``, ``gate`` and ``runs`` read the store: not pydantic's models, YAML, graders.
 
     (Importing them was most of a report's time on a large run: ~0.6 s a command.)
     """
@@ -104,6 +104,7 @@ def test_reading_a_runs_results_loads_no_case_model_cassette_reader_or_grader(
         ("report", "cand"),
         ("report", "cand", "--json"),
         ("gate", "--baseline", "base", "--candidate", "cand", "--max-drop", "0.5"),
+        ("runs",),
     ):
         out = subprocess.run(
             [sys.executable, "-c", _READING, *args, "--store", str(tmp_path / "results.db")],
