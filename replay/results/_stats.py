@@ -111,7 +111,7 @@ def t_quantile(p: float, df: float) -> float:
         return normal_quantile(p)
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
-    # Newton's steps from the normal quantile (3-5 CDFs where bisection took ~45: a
+    # Newton's steps from the normal quantile (~6 CDFs where bisection took ~45: a
     # report's suite intervals ask for dozens of degrees of freedom), kept inside a
     # bracket that only shrinks; a step that would leave it halves it instead.
     low, high = 0.0, 1.0
